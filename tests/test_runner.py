@@ -1,0 +1,151 @@
+"""run_tournament: presentation order, debiasing, failure accounting, reproducibility."""
+
+import asyncio
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+
+from arena_verl.tournament import SimulatedJudge, fit_bradley_terry, mirror, run_tournament
+
+
+def run(*args, **kwargs):
+    return asyncio.run(run_tournament(*args, **kwargs))
+
+
+def test_result_fields_are_consistent():
+    judge = SimulatedJudge(np.arange(8.0), seed=1)
+    result = run(8, judge, "live", seed=3)
+    assert result.judge_calls == 18 == len(result.comparisons) == judge.calls
+    assert result.failed_calls == 0
+    np.testing.assert_allclose(result.strengths, fit_bradley_terry(8, result.comparisons))
+    assert result.games.sum() == 2 * 18 and result.wins.sum() == pytest.approx(18)
+    assert abs(result.strengths.mean()) < 1e-12
+
+
+def test_same_seed_same_tournament_different_seed_different_order():
+    def comparisons(seed):
+        return run(8, SimulatedJudge(np.arange(8.0), seed=0, latency_mean=0.001), "info_gain", seed=seed).comparisons
+
+    assert comparisons(5) == comparisons(5)
+    assert comparisons(5) != comparisons(6)
+
+
+def test_presentation_order_is_a_fair_coin():
+    shown_first_was_lower = []
+    for seed in range(40):
+        for first, second, _ in run(8, SimulatedJudge(np.zeros(8), seed=seed), "round_robin", seed=seed).comparisons:
+            shown_first_was_lower.append(first < second)
+    share = np.mean(shown_first_was_lower)
+    assert 0.45 < share < 0.55  # 1120 coin flips: 5 sigma is about 0.075
+
+
+def test_two_sided_judges_both_orders_and_cancels_position_bias():
+    # Equal traces and a judge that picks the first shown 95% of the time: with one random order per pair the
+    # coin flips of the order become strengths; judging both orders turns most pairs into a 1-1 draw.
+    spread = {False: [], True: []}
+    for seed in range(20):
+        for two_sided in (False, True):
+            judge = SimulatedJudge(np.zeros(6), position_bias=3.0, seed=seed)
+            result = run(6, judge, "round_robin", seed=seed, two_sided=two_sided)
+            assert result.judge_calls == (30 if two_sided else 15)
+            spread[two_sided].append(np.abs(result.strengths).mean())
+            if two_sided:
+                ordered = {(f, s) for f, s, _ in result.comparisons}
+                assert all((s, f) in ordered for f, s in ordered)
+    assert np.mean(spread[True]) < np.mean(spread[False]) / 3
+
+
+def test_order_effect_term_measures_the_judges_position_bias():
+    rng = np.random.default_rng(0)
+    estimates = []
+    for seed in range(30):
+        judge = SimulatedJudge(rng.normal(size=16), position_bias=1.0, seed=seed)
+        estimates.append(run(16, judge, "round_robin", seed=seed, order_effect=True).order_effect)
+    assert np.mean(estimates) == pytest.approx(1.0, abs=0.15)
+    plain = run(16, SimulatedJudge(np.zeros(16), position_bias=1.0), "round_robin")
+    assert plain.order_effect == 0.0
+
+
+def test_budget_counts_calls_and_two_sided_pairs_cost_two():
+    judge = SimulatedJudge(np.arange(8.0))
+    assert run(8, judge, "info_gain", budget=20).judge_calls == 20
+    assert run(8, judge, "info_gain", budget=20, two_sided=True).judge_calls == 20
+
+
+def test_mirror_adds_the_swapped_verdict():
+    assert mirror([(0, 1, 1.0), (2, 0, 0.5)]) == [(0, 1, 1.0), (1, 0, 0.0), (2, 0, 0.5), (0, 2, 0.5)]
+    result = run(5, SimulatedJudge(np.arange(5.0)), "round_robin", mirror_augment=True)
+    np.testing.assert_allclose(result.strengths, fit_bradley_terry(5, mirror(result.comparisons)))
+    # Mirroring counts every verdict twice: the same as halving the prior.
+    np.testing.assert_allclose(result.strengths, fit_bradley_terry(5, result.comparisons, l2=0.05), atol=1e-8)
+
+
+class BrokenJudge:
+    """Fails in every way a judge can, deterministically by pair."""
+
+    def __init__(self):
+        self.calls = 0
+
+    async def __call__(self, first, second):
+        self.calls += 1
+        kind = (first + second) % 5
+        if kind == 0:
+            raise TimeoutError("judge timed out")
+        if kind == 1:
+            return None
+        if kind == 2:
+            return float("nan")
+        if kind == 3:
+            return 7
+        return "first"
+
+
+@pytest.mark.parametrize("policy", ["tie", "drop"])
+def test_a_judge_failure_never_becomes_a_win(policy):
+    result = run(8, BrokenJudge(), "round_robin", on_failure=policy)
+    assert result.judge_calls == 28 and result.failed_calls == 28
+    if policy == "tie":
+        assert all(outcome == 0.5 for _, _, outcome in result.comparisons) and len(result.comparisons) == 28
+    else:
+        assert result.comparisons == []
+    np.testing.assert_allclose(result.strengths, 0.0, atol=1e-12)
+
+
+def test_failures_are_counted_and_the_rest_still_ranks():
+    quality = np.linspace(-2, 2, 8)
+    judge = SimulatedJudge(quality, sharpness=3.0, parse_failure_rate=0.3, seed=2)
+    result = run(8, judge, "round_robin", on_failure="drop")
+    assert result.failed_calls == judge.parse_failures > 0
+    assert len(result.comparisons) == 28 - result.failed_calls
+    assert kendalltau(result.strengths, quality).statistic > 0.6
+
+
+def test_concurrency_is_capped():
+    in_flight, peak = 0, 0
+
+    async def judge(first, second):
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        await asyncio.sleep(0.001)
+        in_flight -= 1
+        return 1.0 if first < second else 0.0
+
+    run(10, judge, "round_robin", max_concurrency=3)
+    assert peak == 3
+
+
+def test_bad_arguments():
+    judge = SimulatedJudge(np.zeros(4))
+    with pytest.raises(ValueError, match="on_failure"):
+        run(4, judge, on_failure="win")
+    with pytest.raises(ValueError, match="budget"):
+        run(4, judge, "info_gain", budget=-1)
+    with pytest.raises(ValueError, match="unknown strategy"):
+        run(4, judge, "swiss")
+
+
+def test_single_trace_needs_no_judge():
+    result = run(1, BrokenJudge(), "info_gain")
+    assert result.judge_calls == 0 and result.strengths.tolist() == [0.0]
