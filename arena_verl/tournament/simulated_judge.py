@@ -27,7 +27,11 @@ class SimulatedJudge:
     With probability ``parse_failure_rate`` the verdict is unparsable, else with ``tie_rate`` a tie, else the first
     trace wins with probability ``F(sharpness * (q[first] - q[second]) + position_bias)``, ``F`` the logistic
     (Bradley-Terry) or the standard normal (probit, Thurstone) CDF. Latency is lognormal with mean
-    ``latency_mean`` seconds (0 = answer at once). Draws come from one seeded generator, in call order.
+    ``latency_mean`` seconds (0 = answer at once).
+
+    Common random numbers: the k-th call on a pair uses the k-th draw of a generator seeded by (seed, pair),
+    whatever the presentation order and whatever else was judged before. Two strategies that judge the same pair
+    therefore get coupled verdicts, so their difference is measured with far less noise than independent draws give.
 
     Parameters
     ----------
@@ -64,6 +68,8 @@ class SimulatedJudge:
         self.tie_rate, self.parse_failure_rate = float(tie_rate), float(parse_failure_rate)
         self.latency_mean, self.latency_sigma = float(latency_mean), float(latency_sigma)
         self.rng = np.random.default_rng(seed)
+        self._base_seed = int(self.rng.integers(2**63))
+        self._pair_rngs: dict[tuple[int, int], np.random.Generator] = {}
         self.calls = 0
         self.parse_failures = 0
 
@@ -75,13 +81,20 @@ class SimulatedJudge:
     def verdict(self, first: int, second: int) -> float | None:
         """Draw one verdict without waiting."""
         self.calls += 1
-        u = self.rng.random()
-        if u < self.parse_failure_rate:
+        low, high = min(first, second), max(first, second)
+        pair_rng = self._pair_rngs.get((low, high))
+        if pair_rng is None:
+            pair_rng = self._pair_rngs[low, high] = np.random.default_rng([self._base_seed, low, high])
+        u_fail, u_tie, u_win = pair_rng.random(3)
+        if u_fail < self.parse_failure_rate:
             self.parse_failures += 1
             return None
-        if u < self.parse_failure_rate + (1.0 - self.parse_failure_rate) * self.tie_rate:
+        if u_tie < self.tie_rate:
             return 0.5
-        return 1.0 if self.rng.random() < self.first_win_probability(first, second) else 0.0
+        # The lower index wins iff u_win < P(lower wins in this presentation): monotone coupling across orders.
+        p_low = self.first_win_probability(low, high) if first == low else 1.0 - self.first_win_probability(high, low)
+        low_won = u_win < p_low
+        return float(low_won == (first == low))
 
     def latency(self) -> float:
         if self.latency_mean == 0.0:

@@ -1,0 +1,238 @@
+"""Ranking benchmark: how well each tournament strategy recovers hidden trace quality, per judge call.
+
+The judge is the SIMULATED judge of ``arena_verl.tournament`` (logistic, hidden qualities drawn per group), so these
+figures measure the schedulers and the Bradley-Terry fit, not any real LLM judge. All strategies see the same groups
+and the same judge seeds (paired), so their differences are measured side by side.
+
+    python scripts/bench/ranking.py                 # full run (>= 400 groups per cell), table + PNG + markdown
+    python scripts/bench/ranking.py --groups 100    # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import kendalltau
+
+from arena_verl.tournament import (
+    SimulatedJudge,
+    live_call_count,
+    position_bias_for_first_win_rate,
+    round_robin_call_count,
+    run_tournament,
+)
+
+FIRST_WIN_RATE = 0.63  # the average LLM judge's preference for the first-shown answer (see docs/DESIGN)
+
+
+@dataclass(frozen=True)
+class Variant:
+    label: str
+    strategy: str
+    order_effect: bool = False
+    at_live_budget: bool = False
+
+
+VARIANTS = (
+    Variant("round_robin", "round_robin"),
+    Variant("live", "live"),
+    Variant("live+order_fit", "live", order_effect=True),
+    Variant("random", "random", at_live_budget=True),
+    Variant("info_gain", "info_gain", at_live_budget=True),
+    Variant("info_gain+order_fit", "info_gain", order_effect=True, at_live_budget=True),
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    spread: float
+    bias: float
+    num_items: int
+    variant: Variant
+    budget: int | None
+    groups: int
+    seed: int
+
+
+def run_cell(cell: Cell) -> dict:
+    taus, top, bottom, calls, rounds = [], [], [], [], []
+    for g in range(cell.groups):
+        # Same qualities and judge seed for every variant of a (spread, N) cell: a paired comparison.
+        rng = np.random.default_rng([cell.seed, cell.num_items, int(cell.spread * 1000), g])
+        quality = rng.normal(scale=cell.spread, size=cell.num_items)
+        judge = SimulatedJudge(quality, position_bias=cell.bias, seed=rng)
+        result = asyncio.run(
+            run_tournament(
+                cell.num_items,
+                judge,
+                cell.variant.strategy,
+                cell.budget,
+                seed=g,
+                order_effect=cell.variant.order_effect,
+            )
+        )
+        theta = result.strengths
+        taus.append(kendalltau(theta, quality).statistic)
+        top.append(theta.argmax() == quality.argmax())
+        bottom.append(theta.argmin() == quality.argmin())
+        calls.append(result.judge_calls)
+        rounds.append(result.rounds_after_last_arrival)
+    return {
+        "cell": cell,
+        "calls": float(np.mean(calls)),
+        "rounds": float(np.mean(rounds)),
+        **{name: mean_se(values) for name, values in (("tau", taus), ("top1", top), ("bottom1", bottom))},
+    }
+
+
+def mean_se(values) -> tuple[float, float]:
+    values = np.asarray(values, dtype=float)
+    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--groups", type=int, default=400, help="groups per cell (default 400)")
+    parser.add_argument("--sizes", default="4,8,16,32")
+    parser.add_argument("--spreads", default="1.0,1.6,2.5", help="std of hidden quality, in judge logits")
+    parser.add_argument("--sweep-sizes", default="8,16", help="sizes for the tau-vs-calls budget sweep plot")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="bench_out", help="folder for ranking.md and ranking.png")
+    args = parser.parse_args()
+
+    sizes = [int(x) for x in args.sizes.split(",")]
+    spreads = [float(x) for x in args.spreads.split(",")]
+    biases = [0.0, position_bias_for_first_win_rate(FIRST_WIN_RATE)]
+    cells = [
+        Cell(spread, bias, n, v, live_call_count(n) if v.at_live_budget else None, args.groups, args.seed)
+        for spread, bias, n, v in itertools.product(spreads, biases, sizes, VARIANTS)
+    ]
+    sweep = [
+        Cell(spread, biases[1], n, Variant(name, name), budget, args.groups, args.seed)
+        for spread in spreads
+        for n in (int(x) for x in args.sweep_sizes.split(","))
+        for name in ("random", "info_gain")
+        for budget in sweep_budgets(n)
+    ]
+
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        rows = list(pool.map(run_cell, cells))
+        sweep_rows = list(pool.map(run_cell, sweep))
+    elapsed = time.perf_counter() - started
+
+    os.makedirs(args.out, exist_ok=True)
+    table = format_table(rows, args.groups)
+    targets = format_targets(rows)
+    header = (
+        f"Ranking benchmark, SIMULATED judge (logistic), {args.groups} groups per cell, seed {args.seed}, "
+        f"{elapsed:.0f} s on {os.cpu_count()} CPUs.\n`python scripts/bench/ranking.py --groups {args.groups}`\n"
+    )
+    report = header + "\n" + table + "\n" + targets
+    print(report)
+    with open(os.path.join(args.out, "ranking.md"), "w") as handle:
+        handle.write(report)
+    plot(rows, sweep_rows, os.path.join(args.out, "ranking.png"))
+    print(f"wrote {args.out}/ranking.md and {args.out}/ranking.png", file=sys.stderr)
+
+
+def sweep_budgets(num_items: int) -> list[int]:
+    low, live, high = num_items - 1, live_call_count(num_items), round_robin_call_count(num_items)
+    return sorted({low, (low + live) // 2, live, (live + high) // 2, high})
+
+
+def format_table(rows: list[dict], groups: int) -> str:
+    lines = [
+        "| quality spread | first-position bias | N | strategy | judge calls | rounds after last trace "
+        "| Kendall tau | top-1 acc | bottom-1 acc |",
+        "| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for row in rows:
+        cell = row["cell"]
+        bias = f"{FIRST_WIN_RATE:.0%} first" if cell.bias else "none"
+        lines.append(
+            f"| {cell.spread:g} | {bias} | {cell.num_items} | {cell.variant.label} | {row['calls']:.0f} "
+            f"| {row['rounds']:.1f} | {fmt(row['tau'])} | {fmt(row['top1'])} | {fmt(row['bottom1'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def fmt(value: tuple[float, float]) -> str:
+    return f"{value[0]:.3f} ± {value[1]:.3f}"
+
+
+def format_targets(rows: list[dict]) -> str:
+    """The issue's targets: info_gain vs live at the live budget, with position bias."""
+    tau = {(r["cell"].spread, r["cell"].bias, r["cell"].num_items, r["cell"].variant.label): r["tau"][0] for r in rows}
+    lines = [
+        "| quality spread | N | live tau | info_gain tau | round robin tau | gain over live | share of live->RR gap |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for spread, bias, n, label in sorted(tau):
+        if not bias or label != "live":
+            continue
+        live, adaptive, full = (
+            tau[spread, bias, n, "live"],
+            tau[spread, bias, n, "info_gain"],
+            tau[spread, bias, n, "round_robin"],
+        )
+        share = (adaptive - live) / (full - live) if full > live else float("nan")
+        lines.append(
+            f"| {spread:g} | {n} | {live:.3f} | {adaptive:.3f} | {full:.3f} | {adaptive - live:+.3f} | {share:.0%} |"
+        )
+    return "With position bias, at the live budget:\n\n" + "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict], sweep_rows: list[dict], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    spreads = sorted({r["cell"].spread for r in sweep_rows})
+    sizes = sorted({r["cell"].num_items for r in sweep_rows})
+    fig, axes = plt.subplots(len(spreads), len(sizes), figsize=(5 * len(sizes), 4 * len(spreads)), squeeze=False)
+    for (i, spread), (j, n) in itertools.product(enumerate(spreads), enumerate(sizes)):
+        ax = axes[i][j]
+        for name, marker in (("random", "s"), ("info_gain", "o")):
+            points = sorted(
+                (r["calls"], *r["tau"])
+                for r in sweep_rows
+                if r["cell"].spread == spread and r["cell"].num_items == n and r["cell"].variant.label == name
+            )
+            x, y, se = (np.array(v) for v in zip(*points))
+            ax.errorbar(x, y, yerr=se, marker=marker, capsize=2, label=name)
+        for r in rows:
+            c = r["cell"]
+            if c.spread == spread and c.num_items == n and c.bias and c.variant.label in ("live", "round_robin"):
+                ax.errorbar(
+                    r["calls"],
+                    r["tau"][0],
+                    yerr=r["tau"][1],
+                    marker="*",
+                    ms=12,
+                    capsize=2,
+                    ls="none",
+                    label=c.variant.label,
+                )
+        ax.set_title(f"N={n}, quality spread {spread:g}, {FIRST_WIN_RATE:.0%} first-position bias")
+        ax.set_xlabel("judge calls per group")
+        ax.set_ylabel("Kendall tau vs hidden quality")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right")
+    fig.suptitle("Ranking quality vs judge calls (SIMULATED judge)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()
