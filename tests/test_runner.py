@@ -149,3 +149,55 @@ def test_bad_arguments():
 def test_single_trace_needs_no_judge():
     result = run(1, BrokenJudge(), "info_gain")
     assert result.judge_calls == 0 and result.strengths.tolist() == [0.0]
+
+
+def test_incremental_tournament_overlaps_arrivals_and_matches_live_counts():
+    from arena_verl.tournament import Tournament
+
+    async def scenario():
+        judge = SimulatedJudge(np.arange(8.0), latency_mean=0.002, seed=0)
+        tournament = Tournament(8, judge, "live", seed=0)
+        for _ in range(8):
+            tournament.add()
+            await asyncio.sleep(0.001)  # the next trace arrives while earlier matches may still be judged
+        return await tournament.finish()
+
+    result = asyncio.run(scenario())
+    assert result.judge_calls == 18 and len(result.comparisons) == 18
+    assert np.argmax(result.strengths) >= 5  # the simulated judge's best traces come out on top
+
+
+def test_cancel_stops_calls_in_flight_and_keeps_what_was_judged():
+    from arena_verl.tournament import Tournament
+
+    started, finished = [], []
+
+    async def slow_judge(first, second):
+        started.append((first, second))
+        await asyncio.sleep(0.05 if first + second > 3 else 0)
+        finished.append((first, second))
+        return 1.0
+
+    async def scenario():
+        tournament = Tournament(6, slow_judge, "round_robin")
+        for _ in range(4):
+            tournament.add()
+        await asyncio.sleep(0.01)
+        tournament.cancel()
+        await tournament.settle()
+        return tournament.result()
+
+    result = asyncio.run(scenario())
+    assert len(result.comparisons) == len(finished) < len(started) == result.judge_calls
+
+
+def test_finish_before_every_arrival_is_an_error():
+    from arena_verl.tournament import Tournament
+
+    async def scenario():
+        tournament = Tournament(3, SimulatedJudge(np.zeros(3)))
+        tournament.add()
+        await tournament.finish()
+
+    with pytest.raises(ValueError, match="1 of 3"):
+        asyncio.run(scenario())

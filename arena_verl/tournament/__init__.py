@@ -6,7 +6,7 @@ Pure numpy/scipy: no Ray, verl, vLLM or HTTP imports, so it can be tested and be
 from .bradley_terry import as_comparison_array, bradley_terry_posterior, fit_bradley_terry, fit_bradley_terry_batch
 from .order import mirror, present
 from .rewards import strengths_to_rewards
-from .runner import FAILURE_POLICIES, TournamentResult, run_tournament
+from .runner import FAILURE_POLICIES, Tournament, TournamentResult, run_tournament
 from .schedulers import (
     STRATEGIES,
     InfoGainScheduler,
@@ -29,6 +29,7 @@ __all__ = [
     "RoundRobinScheduler",
     "Scheduler",
     "SimulatedJudge",
+    "Tournament",
     "TournamentResult",
     "as_comparison_array",
     "bradley_terry_posterior",

@@ -12,9 +12,9 @@ import numpy as np
 
 from .bradley_terry import fit_bradley_terry
 from .order import mirror, present
-from .schedulers import Scheduler, make_scheduler
+from .schedulers import make_scheduler
 
-__all__ = ["TournamentResult", "run_tournament", "FAILURE_POLICIES"]
+__all__ = ["TournamentResult", "Tournament", "run_tournament", "FAILURE_POLICIES"]
 
 logger = logging.getLogger(__name__)
 
@@ -106,48 +106,153 @@ async def run_tournament(
     Each arrival's matches are judged before the next trace arrives, so a run is reproducible for a given seed and
     a judge whose verdicts depend only on its inputs and its own seeded generator.
     """
-    if on_failure not in FAILURE_POLICIES:
-        raise ValueError(f"on_failure must be one of {FAILURE_POLICIES}, got {on_failure!r}")
-    calls_per_pair = 2 if two_sided else 1
-    pair_budget = None if budget is None else _pair_budget(budget, calls_per_pair)
-    rng = np.random.default_rng(seed)
-    scheduler = make_scheduler(strategy, num_items, pair_budget, seed=rng, l2=l2, order_effect=order_effect)
-    limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
-    state = _Tally(num_items)
-
-    async def judge_pairs(pairs: list[tuple[int, int]]) -> None:
-        shown = present(pairs, rng, two_sided)
-        state.rounds += 1
-        outcomes = await asyncio.gather(*(_call(judge, f, s, limiter) for f, s in shown))
-        for (first, second), outcome in zip(shown, outcomes):
-            state.judge_calls += 1
-            if outcome is None:
-                state.failed_calls += 1
-                if on_failure == "tie":
-                    outcome = 0.5
-            if outcome is not None:
-                state.record(first, second, outcome)
-            scheduler.on_verdict(first, second, outcome)
-
-    for item in range(num_items):
-        if item == num_items - 1:
-            state.rounds = 0
-        await _drain(scheduler, judge_pairs, scheduler.on_arrival(item))
-    scheduler.on_complete()
-    await _drain(scheduler, judge_pairs, scheduler.on_idle())
-
-    fit_data = mirror(state.comparisons) if mirror_augment else state.comparisons
-    strengths, bias = fit_bradley_terry(num_items, fit_data, l2=l2, order_effect=order_effect, return_order_effect=True)
-    return TournamentResult(
-        comparisons=state.comparisons,
-        strengths=strengths,
-        judge_calls=state.judge_calls,
-        failed_calls=state.failed_calls,
-        order_effect=bias,
-        rounds_after_last_arrival=state.rounds,
-        wins=state.wins,
-        games=state.games,
+    tournament = Tournament(
+        num_items,
+        judge,
+        strategy,
+        budget,
+        seed,
+        l2=l2,
+        order_effect=order_effect,
+        two_sided=two_sided,
+        mirror_augment=mirror_augment,
+        on_failure=on_failure,
+        max_concurrency=max_concurrency,
     )
+    for _ in range(num_items):
+        tournament.add()
+        await tournament.settle()
+    return await tournament.finish()
+
+
+class Tournament:
+    """A tournament that runs while the traces of a group arrive (the engine of the live tournament).
+
+    ``add()`` registers the next trace and starts its matches at once; ``finish()``, called when the group is
+    complete, spends what the scheduler still wants, waits for every verdict and fits the strengths. ``cancel()``
+    stops the calls in flight (a group that turned out diverse). Arguments are those of :func:`run_tournament`.
+    Verdicts are recorded in the order the calls were made, so the result does not depend on judge latency.
+    """
+
+    def __init__(
+        self,
+        num_items: int,
+        judge: Judge,
+        strategy: str = "live",
+        budget: int | None = None,
+        seed: int = 0,
+        *,
+        l2: float = 0.1,
+        order_effect: bool = False,
+        two_sided: bool = False,
+        mirror_augment: bool = False,
+        on_failure: str = "tie",
+        max_concurrency: int | None = None,
+    ):
+        if on_failure not in FAILURE_POLICIES:
+            raise ValueError(f"on_failure must be one of {FAILURE_POLICIES}, got {on_failure!r}")
+        calls_per_pair = 2 if two_sided else 1
+        pair_budget = None if budget is None else _pair_budget(budget, calls_per_pair)
+        self._rng = np.random.default_rng(seed)
+        self.num_items = num_items
+        self.scheduler = make_scheduler(
+            strategy, num_items, pair_budget, seed=self._rng, l2=l2, order_effect=order_effect
+        )
+        self._judge = judge
+        self._limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        self._two_sided, self._mirror, self._on_failure = two_sided, mirror_augment, on_failure
+        self._l2, self._order_effect = l2, order_effect
+        self._verdicts: list[tuple[int, int, int, float | None]] = []  # (call number, first, second, outcome)
+        self._inflight: set[asyncio.Task] = set()
+        self._error: BaseException | None = None
+        self.arrived = 0
+        self.judge_calls = 0
+        self._rounds_after_last = 0
+
+    def add(self) -> int:
+        """The next trace arrived; returns its index."""
+        item = self.arrived
+        pairs = self.scheduler.on_arrival(item)
+        self.arrived += 1
+        if self.arrived == self.num_items:
+            self._rounds_after_last = 0
+        self._dispatch(pairs)
+        return item
+
+    async def settle(self) -> None:
+        """Wait until no judge call is in flight (follow-up calls included)."""
+        while self._inflight:
+            await asyncio.wait(set(self._inflight))
+            await asyncio.sleep(0)  # let the done callbacks dispatch follow-ups
+        if self._error is not None:
+            raise self._error
+
+    async def finish(self) -> TournamentResult:
+        """The group is complete: judge what the scheduler still asks for, then fit."""
+        if self.arrived != self.num_items:
+            raise ValueError(f"finish() after {self.arrived} of {self.num_items} arrivals")
+        self.scheduler.on_complete()
+        if not self._inflight:
+            self._dispatch(self.scheduler.on_idle())
+        await self.settle()
+        return self.result()
+
+    def cancel(self) -> None:
+        for task in list(self._inflight):
+            task.cancel()
+
+    def result(self) -> TournamentResult:
+        """Fit the verdicts received so far."""
+        tally = _Tally(self.num_items)
+        for _, first, second, outcome in sorted(self._verdicts):
+            if outcome is None:
+                tally.failed_calls += 1
+                if self._on_failure == "drop":
+                    continue
+                outcome = 0.5
+            tally.record(first, second, outcome)
+        fit_data = mirror(tally.comparisons) if self._mirror else tally.comparisons
+        strengths, bias = fit_bradley_terry(
+            self.num_items, fit_data, l2=self._l2, order_effect=self._order_effect, return_order_effect=True
+        )
+        return TournamentResult(
+            comparisons=tally.comparisons,
+            strengths=strengths,
+            judge_calls=self.judge_calls,
+            failed_calls=tally.failed_calls,
+            order_effect=bias,
+            rounds_after_last_arrival=self._rounds_after_last,
+            wins=tally.wins,
+            games=tally.games,
+        )
+
+    def _dispatch(self, pairs: list[tuple[int, int]]) -> None:
+        if not pairs:
+            return
+        self._rounds_after_last += 1
+        for first, second in present(pairs, self._rng, self._two_sided):
+            number = self.judge_calls
+            self.judge_calls += 1
+            task = asyncio.ensure_future(self._judge_one(number, first, second))
+            self._inflight.add(task)
+            task.add_done_callback(self._on_done)
+
+    async def _judge_one(self, number: int, first: int, second: int) -> None:
+        outcome = await _call(self._judge, first, second, self._limiter)
+        self._verdicts.append((number, first, second, outcome))
+        self.scheduler.on_verdict(first, second, 0.5 if outcome is None and self._on_failure == "tie" else outcome)
+
+    def _on_done(self, task: asyncio.Task) -> None:
+        self._inflight.discard(task)
+        if task.cancelled():
+            return
+        if task.exception() is not None and self._error is None:
+            self._error = task.exception()
+        if not self._inflight and self._error is None:
+            try:
+                self._dispatch(self.scheduler.on_idle())
+            except Exception as exc:  # noqa: BLE001  (surfaced by settle())
+                self._error = exc
 
 
 class _Tally:
@@ -155,22 +260,13 @@ class _Tally:
         self.comparisons: list[tuple[int, int, float]] = []
         self.wins = np.zeros(num_items)
         self.games = np.zeros(num_items)
-        self.judge_calls = 0
         self.failed_calls = 0
-        self.rounds = 0
 
     def record(self, first: int, second: int, outcome: float) -> None:
         self.comparisons.append((first, second, outcome))
         self.wins[first] += outcome
         self.wins[second] += 1.0 - outcome
         self.games[[first, second]] += 1
-
-
-async def _drain(scheduler: Scheduler, judge_pairs, pairs: list[tuple[int, int]]) -> None:
-    """Judge ``pairs``, then whatever the idle scheduler asks for, until it asks for nothing."""
-    while pairs:
-        await judge_pairs(pairs)
-        pairs = scheduler.on_idle()
 
 
 async def _call(judge: Judge, first: int, second: int, limiter: asyncio.Semaphore | None) -> float | None:
