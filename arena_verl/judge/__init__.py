@@ -1,0 +1,12 @@
+"""Judges: the async protocol the referee uses, and its backends.
+
+A judge compares two traces of one problem (``compare``: 1.0 = first shown won, 0.0 = second won, 0.5 = tie,
+``None`` = no usable verdict) or scores one trace (``score``: 0, 0.5 or 1, ``None`` = no usable score). A judge
+never raises for a bad verdict: failures are ``None`` and are counted by the caller.
+"""
+
+from .base import Judge, JudgeStats, Trace
+from .factory import make_judge
+from .simulated import SimulatedTraceJudge
+
+__all__ = ["Judge", "JudgeStats", "Trace", "SimulatedTraceJudge", "make_judge"]

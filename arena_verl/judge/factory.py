@@ -1,0 +1,26 @@
+"""Build the configured judge backend."""
+
+from __future__ import annotations
+
+from ..settings import JudgeSettings
+from .base import Judge
+from .simulated import SimulatedTraceJudge
+
+__all__ = ["make_judge"]
+
+
+def make_judge(settings: JudgeSettings) -> Judge:
+    if settings.backend == "simulated":
+        return SimulatedTraceJudge(
+            sharpness=settings.sim_sharpness,
+            position_bias=settings.sim_position_bias,
+            tie_rate=settings.sim_tie_rate,
+            parse_failure_rate=settings.sim_parse_failure_rate,
+            latency_s=settings.sim_latency_s,
+            seed=settings.seed,
+        )
+    if settings.backend == "transformers":
+        from .transformers_backend import TransformersJudge
+
+        return TransformersJudge(settings)
+    raise ValueError(f"reward.arena.judge.backend: unknown backend {settings.backend!r}")

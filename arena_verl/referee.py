@@ -1,0 +1,363 @@
+"""The group referee: collects the samples of each group as they arrive, routes the complete group, runs its
+tournament (or pointwise judging) and answers every waiting sample. Pure asyncio; the Ray actor that hosts it lives
+in :mod:`arena_verl.referee_actor`.
+
+Guarantees: every submitted sample gets an answer. A group that never completes is answered at its deadline with
+verifier rewards; a tournament that fails or runs past its timeout gives verifier rewards; both are counted as
+fallbacks. Samples beyond the group size, and samples that arrive after their group was answered, get their verifier
+reward (counted); a sample submitted twice gets the same answer twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import zlib
+from dataclasses import dataclass
+
+from .judge.base import Judge, Trace
+from .routing import (
+    ROUTE_POINTWISE,
+    ROUTE_TOURNAMENT,
+    ROUTE_VERIFIER,
+    decide_route,
+    is_uniform,
+    pointwise_reward,
+    tournament_rewards,
+)
+from .settings import ArenaSettings
+from .tournament import Tournament
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Submission", "Verdict", "Referee", "FALLBACK_REASONS"]
+
+# Fallback reason codes (extra info "arena/fallback"): 0 = none.
+FALLBACK_REASONS = {
+    0: "none",
+    1: "deadline",  # the group was still incomplete at its deadline
+    2: "judge_error",  # the tournament or pointwise judging failed or timed out
+    3: "referee_lost",  # the referee actor died or could not be reached (set by the reward manager)
+    4: "overflow",  # more samples than the group size
+    5: "late",  # arrived after its group was answered
+}
+FALLBACK_DEADLINE, FALLBACK_JUDGE_ERROR, FALLBACK_REFEREE_LOST, FALLBACK_OVERFLOW, FALLBACK_LATE = 1, 2, 3, 4, 5
+_RECENT_GROUPS = 50_000
+# Every metrics() answer carries these counters (0 when nothing happened), so tracker series stay aligned.
+COUNTERS = (
+    "samples",
+    "duplicates",
+    "groups",
+    "groups_routed",
+    "groups_uniform",
+    "groups_all_correct",
+    "groups_all_incorrect",
+    "judge_calls",
+    "judge_calls_routed",
+    "judge_calls_wasted",
+    "judge_failures",
+    *(f"fallback_{name}" for code, name in FALLBACK_REASONS.items() if code),
+)  # answered groups remembered for duplicates and late samples
+
+
+@dataclass(frozen=True)
+class Submission:
+    uid: str  # the group (verl's uid: one per prompt, shared by its n samples)
+    sample_key: str  # the sample within its group (session id, or a hash of the response)
+    problem: str
+    trace: Trace
+    verifier_reward: float
+    reference: str | None = None
+    step: int | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    reward: float
+    route: int = ROUTE_VERIFIER
+    uniform: bool = False
+    strength: float = 0.0
+    win_rate: float = -1.0  # -1 = the sample played no match
+    judge_calls: int = 0  # charged to the whole group
+    judge_failures: int = 0  # of the group's judge calls
+    fallback: int = 0
+
+    @property
+    def routed(self) -> bool:
+        return self.route != ROUTE_VERIFIER
+
+
+class _Group:
+    def __init__(self, uid: str, size: int):
+        self.uid, self.size = uid, size
+        self.members: list[Submission] = []
+        self.futures: list[asyncio.Future] = []
+        self.index_of: dict[str, int] = {}
+        self.tournament: Tournament | None = None
+        self.speculative_calls = 0
+        self.complete = False
+        self.answered = False
+        self.deadline: asyncio.TimerHandle | None = None
+        self.verdicts: list[Verdict] = []
+
+    def rewards(self) -> list[float]:
+        return [m.verifier_reward for m in self.members]
+
+
+class Referee:
+    """Group referee for one job (or one shard of its uids)."""
+
+    def __init__(self, settings: ArenaSettings, judge: Judge):
+        self.settings = settings
+        self.judge = judge
+        self._limiter = asyncio.Semaphore(settings.judge.max_concurrency)
+        self._groups: dict[str, _Group] = {}
+        self._recent: collections.OrderedDict[str, _Group] = collections.OrderedDict()
+        self._tasks: set[asyncio.Task] = set()
+        self._counters: collections.Counter[str] = collections.Counter()
+        self._step_counters: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+
+    async def submit(self, sub: Submission) -> Verdict:
+        """Register one sample and wait for its group's answer."""
+        self._count(sub.step, "samples")
+        group = self._groups.get(sub.uid) or self._recent.get(sub.uid)
+        if group is None:
+            group = self._open(sub.uid)
+        if sub.sample_key in group.index_of:
+            self._count(sub.step, "duplicates")
+            return await asyncio.shield(group.futures[group.index_of[sub.sample_key]])
+        if group.answered:
+            self._count(sub.step, "fallback_late")
+            return Verdict(reward=sub.verifier_reward, fallback=FALLBACK_LATE)
+        if len(group.members) >= group.size:
+            self._count(sub.step, "fallback_overflow")
+            return Verdict(reward=sub.verifier_reward, fallback=FALLBACK_OVERFLOW)
+
+        index = len(group.members)
+        group.members.append(sub)
+        group.index_of[sub.sample_key] = index
+        future = asyncio.get_running_loop().create_future()
+        group.futures.append(future)
+        self._speculate(group)
+        if len(group.members) == group.size:
+            group.complete = True
+            self._spawn(self._answer(group))
+        return await asyncio.shield(future)
+
+    def metrics(self, step: int | None = None) -> dict[str, float]:
+        """Counters and derived figures, for one step (``global_steps``) or since the start."""
+        counts = self._step_counters.get(step, collections.Counter()) if step is not None else self._counters
+        out = {f"arena/{key}": float(counts[key]) for key in COUNTERS}
+        groups = counts["groups"]
+        routed = counts["groups_routed"]
+        uniform = counts["groups_uniform"]
+        out["arena/alpha_routed"] = routed / groups if groups else 0.0
+        out["arena/uniform_share"] = uniform / groups if groups else 0.0
+        out["arena/all_correct_share_of_uniform"] = counts["groups_all_correct"] / uniform if uniform else 0.0
+        out["arena/judge_calls_per_routed_group"] = counts["judge_calls_routed"] / routed if routed else 0.0
+        out["arena/judge"] = 0.0 if self.judge.name != "simulated" else 1.0  # 1 = SIMULATED judge
+        return out
+
+    async def drain(self) -> None:
+        """Wait for the groups being answered (tests and shutdown)."""
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    # -- groups ---------------------------------------------------------------------------------------------------
+
+    def _open(self, uid: str) -> _Group:
+        group = _Group(uid, self.settings.group_size)
+        self._groups[uid] = group
+        loop = asyncio.get_running_loop()
+        group.deadline = loop.call_later(self.settings.group_deadline_s, self._on_deadline, group)
+        return group
+
+    def _speculate(self, group: _Group) -> None:
+        """Live tournament: start judging the newest trace while the group can still be routed to a tournament."""
+        s = self.settings
+        if not s.speculative or s.mode not in ("arena", "tournament_all"):
+            return
+        if s.mode == "arena" and not is_uniform(group.rewards(), s.diversity_tol):
+            if group.tournament is not None:  # the group turned out diverse: stop judging it
+                group.tournament.cancel()
+                group.speculative_calls = group.tournament.judge_calls
+                group.tournament = None
+            return
+        if group.tournament is None:
+            if len(group.members) > 1 and s.mode == "arena":
+                return  # speculation was cancelled before; a diverse group never becomes uniform again
+            group.tournament = self._new_tournament(group)
+        while group.tournament.arrived < len(group.members):
+            group.tournament.add()
+
+    def _new_tournament(self, group: _Group) -> Tournament:
+        s = self.settings
+
+        async def judge(first: int, second: int) -> float | None:
+            a, b = group.members[first], group.members[second]
+            async with self._limiter:
+                try:
+                    return await asyncio.wait_for(
+                        self.judge.compare(a.problem, a.trace, b.trace, a.reference), s.judge.timeout_s
+                    )
+                except asyncio.TimeoutError:
+                    return None
+
+        return Tournament(
+            group.size,
+            judge,
+            s.strategy,
+            s.budget,
+            seed=_stable_seed(group.uid),
+            l2=s.l2,
+            order_effect=s.order_effect,
+            two_sided=s.two_sided,
+            mirror_augment=s.mirror_augment,
+            on_failure=s.on_judge_failure,
+        )
+
+    async def _answer(self, group: _Group) -> None:
+        s = self.settings
+        rewards = group.rewards()
+        route = decide_route(s.mode, rewards, s.diversity_tol)
+        uniform = is_uniform(rewards, s.diversity_tol)
+        try:
+            if route == ROUTE_TOURNAMENT:
+                verdicts = await asyncio.wait_for(self._tournament(group, uniform), s.tournament_timeout_s)
+            elif route == ROUTE_POINTWISE:
+                verdicts = await asyncio.wait_for(self._pointwise(group, uniform), s.tournament_timeout_s)
+            else:
+                if group.tournament is not None:
+                    group.tournament.cancel()
+                    group.speculative_calls = group.tournament.judge_calls
+                calls = group.speculative_calls
+                verdicts = [Verdict(reward=r, uniform=uniform, judge_calls=calls) for r in rewards]
+        except Exception as exc:  # noqa: BLE001  (a failed judge never fails the step: verifier rewards instead)
+            if group.tournament is not None:
+                group.tournament.cancel()
+            logger.warning("group %s: judging failed (%r); verifier rewards used", group.uid, exc)
+            calls = group.tournament.judge_calls if group.tournament is not None else 0
+            verdicts = [
+                Verdict(reward=r, route=route, uniform=uniform, judge_calls=calls, fallback=FALLBACK_JUDGE_ERROR)
+                for r in rewards
+            ]
+        self._deliver(group, verdicts, route, uniform)
+
+    async def _tournament(self, group: _Group, uniform: bool) -> list[Verdict]:
+        if group.tournament is None:
+            group.tournament = self._new_tournament(group)
+        while group.tournament.arrived < group.size:
+            group.tournament.add()
+        result = await group.tournament.finish()
+        rewards = tournament_rewards(self.settings.mode, result.strengths, group.rewards(), self.settings.reward_scale)
+        win_rate = result.win_rate
+        return [
+            Verdict(
+                reward=float(rewards[i]),
+                route=ROUTE_TOURNAMENT,
+                uniform=uniform,
+                strength=float(result.strengths[i]),
+                win_rate=float(win_rate[i]) if result.games[i] else -1.0,
+                judge_calls=result.judge_calls,
+                judge_failures=result.failed_calls,
+            )
+            for i in range(group.size)
+        ]
+
+    async def _pointwise(self, group: _Group, uniform: bool) -> list[Verdict]:
+        s = self.settings
+
+        async def score(member: Submission) -> float | None:
+            async with self._limiter:
+                try:
+                    value = await asyncio.wait_for(
+                        self.judge.score(member.problem, member.trace, member.reference), s.judge.timeout_s
+                    )
+                except asyncio.TimeoutError:
+                    return None
+            return value if value in (0.0, 0.5, 1.0) else None
+
+        scores = await asyncio.gather(*(score(m) for m in group.members), return_exceptions=True)
+        failures = sum(1 for x in scores if not isinstance(x, float))
+        verdicts = []
+        for member, value in zip(group.members, scores):
+            if isinstance(value, float):
+                reward = pointwise_reward(s.mode, value, member.verifier_reward, s.reward_scale)
+                fallback = 0
+            else:
+                reward, fallback = member.verifier_reward, FALLBACK_JUDGE_ERROR
+            verdicts.append(
+                Verdict(
+                    reward=reward,
+                    route=ROUTE_POINTWISE,
+                    uniform=uniform,
+                    judge_calls=len(group.members),
+                    judge_failures=failures,
+                    fallback=fallback,
+                )
+            )
+        return verdicts
+
+    def _on_deadline(self, group: _Group) -> None:
+        if group.complete or group.answered:
+            return
+        logger.warning(
+            "group %s: %d of %d samples at the deadline; verifier rewards used",
+            group.uid,
+            len(group.members),
+            group.size,
+        )
+        if group.tournament is not None:
+            group.tournament.cancel()
+            group.speculative_calls = group.tournament.judge_calls
+        rewards = group.rewards()
+        verdicts = [Verdict(reward=r, judge_calls=group.speculative_calls, fallback=FALLBACK_DEADLINE) for r in rewards]
+        self._deliver(group, verdicts, ROUTE_VERIFIER, is_uniform(rewards, self.settings.diversity_tol))
+
+    def _deliver(self, group: _Group, verdicts: list[Verdict], route: int, uniform: bool) -> None:
+        group.answered = True
+        group.verdicts = verdicts
+        if group.deadline is not None:
+            group.deadline.cancel()
+        for future, verdict in zip(group.futures, verdicts):
+            if not future.done():
+                future.set_result(verdict)
+        self._groups.pop(group.uid, None)
+        self._recent[group.uid] = group
+        while len(self._recent) > _RECENT_GROUPS:
+            self._recent.popitem(last=False)
+        self._record_group(group, verdicts, route, uniform)
+
+    def _record_group(self, group: _Group, verdicts: list[Verdict], route: int, uniform: bool) -> None:
+        step = group.members[0].step if group.members else None
+        calls = verdicts[0].judge_calls if verdicts else 0
+        fallback = verdicts[0].fallback if verdicts else 0
+        self._count(step, "groups")
+        self._count(step, "judge_calls", calls)
+        if route != ROUTE_VERIFIER and fallback != FALLBACK_JUDGE_ERROR:
+            self._count(step, "groups_routed")
+            self._count(step, "judge_calls_routed", calls)
+        else:
+            self._count(step, "judge_calls_wasted", calls)
+        if uniform and group.complete:
+            self._count(step, "groups_uniform")
+            self._count(step, "groups_all_correct" if group.members[0].verifier_reward > 0 else "groups_all_incorrect")
+        self._count(step, "judge_failures", verdicts[0].judge_failures if verdicts else 0)
+        for verdict in verdicts:
+            if verdict.fallback:
+                self._count(step, f"fallback_{FALLBACK_REASONS[verdict.fallback]}")
+
+    def _count(self, step: int | None, key: str, amount: int = 1) -> None:
+        self._counters[key] += amount
+        if step is not None:
+            self._step_counters[step][key] += amount
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _stable_seed(uid: str) -> int:
+    return zlib.crc32(uid.encode("utf-8", errors="replace"))

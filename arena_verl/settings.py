@@ -1,0 +1,195 @@
+"""Typed arena settings, read once from verl's config (``reward.arena.*``) and validated at start-up.
+
+Every key has a default, so ``+reward.arena.mode=arena`` on top of verl's own ``ppo_trainer`` is enough. A bad value
+or an unknown key is a ``ValueError`` that names the full key (``reward.arena.strategy``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .tournament import FAILURE_POLICIES, STRATEGIES
+
+__all__ = ["MODES", "JUDGE_BACKENDS", "JudgeSettings", "ArenaSettings", "settings_from_config"]
+
+MODES = ("rlvr", "pointwise", "tournament_all", "adaptive_pointwise", "arena")
+JUDGE_BACKENDS = ("simulated", "transformers")
+_PREFIX = "reward.arena"
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """``reward.arena.judge.*``: which judge, how many calls at once, how long to wait."""
+
+    backend: str = "simulated"
+    model_path: str | None = None  # transformers: a local model folder
+    max_concurrency: int = 32  # judge calls in flight per referee
+    timeout_s: float = 120.0  # one judge call
+    max_new_tokens: int = 512
+    device: str = "cpu"
+    # SIMULATED judge only (tests, benchmarks, CPU demo): see arena_verl.tournament.SimulatedJudge.
+    sim_sharpness: float = 1.0
+    sim_position_bias: float = 0.0
+    sim_tie_rate: float = 0.0
+    sim_parse_failure_rate: float = 0.0
+    sim_latency_s: float = 0.0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ArenaSettings:
+    """``reward.arena.*``. See the README's config reference for what each key does."""
+
+    mode: str = "arena"
+    strategy: str = "live"
+    budget: int | None = None  # judge calls per routed group for budgeted strategies; None = live's count
+    group_size: int = 0  # 0 = actor_rollout_ref.rollout.n
+    diversity_tol: float = 1e-6  # verifier rewards closer than this count as equal
+    reward_scale: float = 0.5  # reward = verifier + scale * (sigmoid(theta - mean) - 0.5)
+    l2: float = 0.1
+    order_effect: bool = False
+    two_sided: bool = False
+    mirror_augment: bool = False
+    on_judge_failure: str = "tie"
+    speculative: bool = True  # start the live tournament while every verifier reward so far agrees
+    group_deadline_s: float = 900.0  # from a group's first sample; then verifier rewards (counted fallback)
+    tournament_timeout_s: float = 600.0  # from group completion; then verifier rewards (counted fallback)
+    num_referees: int = 1  # referee actors, groups sharded by uid
+    referee_name: str = "arena_referee"
+    validation_splits: tuple[str, ...] = ("test", "val", "validation")  # extra_info.split values of validation data
+    math_data_sources: tuple[str, ...] = ("math", "gsm8k", "aime", "amc", "olympiad", "numina", "deepscaler")
+    verifier_timeout_s: float = 10.0
+    verifier_workers: int = 1
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
+
+    @property
+    def uses_judge(self) -> bool:
+        return self.mode != "rlvr"
+
+
+def settings_from_config(config: Any) -> ArenaSettings:
+    """Read ``config.reward.arena`` (absent = all defaults) and ``actor_rollout_ref.rollout.n``."""
+    arena = _select(config, "reward.arena")
+    raw = _to_plain(arena) if arena is not None else {}
+    if not isinstance(raw, Mapping):
+        raise ValueError(f"{_PREFIX} must be a mapping, got {raw!r}")
+    judge_raw = raw.get("judge", {}) or {}
+    if not isinstance(judge_raw, Mapping):
+        raise ValueError(f"{_PREFIX}.judge must be a mapping, got {judge_raw!r}")
+    judge = _build(JudgeSettings, judge_raw, f"{_PREFIX}.judge")
+    settings = _build(ArenaSettings, {k: v for k, v in raw.items() if k != "judge"}, _PREFIX, judge=judge)
+    if settings.group_size == 0:
+        rollout_n = _select(config, "actor_rollout_ref.rollout.n")
+        if rollout_n is None:
+            raise ValueError(f"{_PREFIX}.group_size is 0 and actor_rollout_ref.rollout.n is not set")
+        settings = dataclasses.replace(settings, group_size=int(rollout_n))
+    validate(settings)
+    return settings
+
+
+def validate(settings: ArenaSettings) -> None:
+    _one_of("mode", settings.mode, MODES)
+    _one_of("strategy", settings.strategy, STRATEGIES)
+    _one_of("on_judge_failure", settings.on_judge_failure, FAILURE_POLICIES)
+    _one_of("judge.backend", settings.judge.backend, JUDGE_BACKENDS)
+    if settings.group_size < 1:
+        raise ValueError(f"{_PREFIX}.group_size must be >= 1, got {settings.group_size}")
+    if settings.budget is not None:
+        if settings.strategy in ("live", "round_robin"):
+            raise ValueError(f"{_PREFIX}.budget applies to the budgeted strategies, not {settings.strategy!r}")
+        if settings.budget < settings.group_size - 1:
+            raise ValueError(
+                f"{_PREFIX}.budget={settings.budget} cannot connect a group of {settings.group_size} traces"
+            )
+    for key in ("l2", "group_deadline_s", "tournament_timeout_s", "verifier_timeout_s"):
+        if not getattr(settings, key) > 0:
+            raise ValueError(f"{_PREFIX}.{key} must be > 0, got {getattr(settings, key)!r}")
+    for key in ("diversity_tol", "reward_scale"):
+        if not getattr(settings, key) >= 0:
+            raise ValueError(f"{_PREFIX}.{key} must be >= 0, got {getattr(settings, key)!r}")
+    for key in ("num_referees", "verifier_workers"):
+        if getattr(settings, key) < 1:
+            raise ValueError(f"{_PREFIX}.{key} must be >= 1, got {getattr(settings, key)}")
+    judge = settings.judge
+    if judge.max_concurrency < 1 or not judge.timeout_s > 0 or judge.max_new_tokens < 1:
+        raise ValueError(f"{_PREFIX}.judge: max_concurrency and max_new_tokens must be >= 1, timeout_s > 0")
+    for key in ("sim_tie_rate", "sim_parse_failure_rate"):
+        if not 0.0 <= getattr(judge, key) <= 1.0:
+            raise ValueError(f"{_PREFIX}.judge.{key} must be in [0, 1], got {getattr(judge, key)!r}")
+    if judge.backend == "transformers" and not judge.model_path:
+        raise ValueError(f"{_PREFIX}.judge.model_path is required for the transformers backend")
+
+
+def _one_of(key: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{_PREFIX}.{key} must be one of {allowed}, got {value!r}")
+
+
+def _build(cls, raw: Mapping, prefix: str, **fixed):
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - set(fields) - set(fixed))
+    if unknown:
+        raise ValueError(f"{prefix}.{unknown[0]} is not a known key; known keys: {sorted(fields)}")
+    values = dict(fixed)
+    for name, value in raw.items():
+        if value is None and fields[name].default is not None:
+            continue  # an explicit null keeps the default
+        values[name] = _coerce(f"{prefix}.{name}", value, fields[name])
+    return cls(**values)
+
+
+def _coerce(key: str, value: Any, spec: dataclasses.Field) -> Any:
+    default = spec.default if spec.default is not dataclasses.MISSING else None
+    kind = type(default) if default is not None else None
+    if spec.name == "budget" or spec.name == "model_path":
+        kind = int if spec.name == "budget" else str
+        if value is None:
+            return None
+    try:
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise TypeError
+            return value
+        if kind is int:
+            if isinstance(value, bool) or float(value) != int(value):
+                raise TypeError
+            return int(value)
+        if kind is float:
+            if isinstance(value, bool):
+                raise TypeError
+            return float(value)
+        if kind is str:
+            if not isinstance(value, str):
+                raise TypeError
+            return value
+        if kind is tuple:
+            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
+                raise TypeError
+            return tuple(value)
+    except (TypeError, ValueError):
+        expected = "list of strings" if kind is tuple else getattr(kind, "__name__", "value")
+        raise ValueError(f"{key} must be a {expected}, got {value!r}") from None
+    return value
+
+
+def _select(config: Any, dotted: str) -> Any:
+    node = config
+    for part in dotted.split("."):
+        if node is None:
+            return None
+        node = node.get(part) if isinstance(node, Mapping) or hasattr(node, "get") else getattr(node, part, None)
+    return node
+
+
+def _to_plain(node: Any) -> Any:
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+
+        if isinstance(node, (DictConfig, ListConfig)):
+            return OmegaConf.to_container(node, resolve=True)
+    except ImportError:  # pragma: no cover - omegaconf comes with verl
+        pass
+    return node

@@ -1,0 +1,228 @@
+"""The group referee (pure asyncio, SIMULATED judge): every mode, speculation, deadlines, bad input, metrics."""
+
+import asyncio
+import dataclasses
+
+import numpy as np
+import pytest
+from scipy.stats import kendalltau
+
+from arena_verl.judge import SimulatedTraceJudge, Trace
+from arena_verl.referee import (
+    FALLBACK_DEADLINE,
+    FALLBACK_JUDGE_ERROR,
+    FALLBACK_LATE,
+    FALLBACK_OVERFLOW,
+    Referee,
+    Submission,
+)
+from arena_verl.routing import ROUTE_POINTWISE, ROUTE_TOURNAMENT, ROUTE_VERIFIER
+from arena_verl.settings import ArenaSettings, JudgeSettings
+
+
+def settings(**overrides):
+    base = dict(group_size=8, group_deadline_s=5.0, tournament_timeout_s=5.0)
+    base.update(overrides)
+    return ArenaSettings(**base)
+
+
+def group(uid, rewards, qualities=None, step=None):
+    qualities = np.linspace(-2, 2, len(rewards)) if qualities is None else qualities
+    return [
+        Submission(
+            uid=uid,
+            sample_key=str(i),
+            problem=f"problem {uid}",
+            trace=Trace(f"trace {uid} {i}", quality_hint=float(q)),
+            verifier_reward=float(r),
+            reference="42",
+            step=step,
+        )
+        for i, (r, q) in enumerate(zip(rewards, qualities))
+    ]
+
+
+def run(referee_settings, submissions, judge=None, shuffle_seed=None):
+    """Submit concurrently (optionally in a shuffled order); return verdicts in submission-list order."""
+
+    async def scenario():
+        referee = Referee(referee_settings, judge or SimulatedTraceJudge(sharpness=3.0, seed=1))
+        order = list(range(len(submissions)))
+        if shuffle_seed is not None:
+            np.random.default_rng(shuffle_seed).shuffle(order)
+        tasks = {}
+        for i in order:
+            tasks[i] = asyncio.ensure_future(referee.submit(submissions[i]))
+            await asyncio.sleep(0)
+        verdicts = [await tasks[i] for i in range(len(submissions))]
+        await referee.drain()
+        return verdicts, referee
+
+    return asyncio.run(scenario())
+
+
+def test_arena_mode_diverse_keeps_verifier_uniform_goes_to_live_tournament():
+    diverse = group("d", [1, 0, 1, 0, 0, 1, 1, 0])
+    correct = group("c", [1.0] * 8)
+    wrong = group("w", [0.0] * 8)
+    verdicts, referee = run(settings(), diverse + correct + wrong, shuffle_seed=3)
+    d, c, w = verdicts[:8], verdicts[8:16], verdicts[16:]
+    assert [v.reward for v in d] == [1, 0, 1, 0, 0, 1, 1, 0]
+    assert all(v.route == ROUTE_VERIFIER and not v.uniform for v in d)
+    for members, verdict_list, base in ((correct, c, 1.0), (wrong, w, 0.0)):
+        assert all(v.route == ROUTE_TOURNAMENT and v.judge_calls == 18 for v in verdict_list)
+        rewards = np.array([v.reward for v in verdict_list])
+        assert np.all(np.abs(rewards - base) < 0.25) and rewards.std() > 0
+        quality = [m.trace.quality_hint for m in members]
+        assert kendalltau(rewards, quality).statistic > 0.5
+    metrics = referee.metrics()
+    assert metrics["arena/groups"] == 3 and metrics["arena/groups_routed"] == 2
+    assert metrics["arena/alpha_routed"] == pytest.approx(2 / 3)
+    assert metrics["arena/all_correct_share_of_uniform"] == 0.5
+    assert metrics["arena/judge_calls_per_routed_group"] == 18
+
+
+@pytest.mark.parametrize("strategy, calls", [("live", 18), ("round_robin", 28), ("info_gain", 18), ("random", 18)])
+def test_strategy_sets_the_calls_per_routed_group(strategy, calls):
+    verdicts, _ = run(settings(strategy=strategy), group("g", [0.0] * 8))
+    assert {v.judge_calls for v in verdicts} == {calls}
+
+
+def test_speculative_calls_on_a_group_that_turns_diverse_are_cancelled_and_counted():
+    # The first five agree, so the live tournament starts; the sixth disagrees.
+    members = group("g", [1, 1, 1, 1, 1, 0, 1, 1])
+    judge = SimulatedTraceJudge(latency_s=0.001, seed=0)
+    verdicts, referee = run(settings(), members, judge=judge)
+    assert [v.reward for v in verdicts] == [1, 1, 1, 1, 1, 0, 1, 1]
+    assert all(v.route == ROUTE_VERIFIER for v in verdicts)
+    wasted = verdicts[0].judge_calls
+    assert 0 < wasted <= 1 + 2 + 3 + 3  # at most the first five arrivals' matches
+    assert referee.metrics()["arena/judge_calls_wasted"] == wasted
+
+
+def test_without_speculation_no_call_is_made_for_diverse_groups():
+    verdicts, referee = run(settings(speculative=False), group("g", [1, 1, 1, 1, 1, 0, 1, 1]))
+    assert all(v.judge_calls == 0 for v in verdicts)
+    assert referee.judge.stats.calls == 0
+
+
+@pytest.mark.parametrize(
+    "mode, diverse_route, uniform_route",
+    [
+        ("rlvr", ROUTE_VERIFIER, ROUTE_VERIFIER),
+        ("pointwise", ROUTE_POINTWISE, ROUTE_POINTWISE),
+        ("tournament_all", ROUTE_TOURNAMENT, ROUTE_TOURNAMENT),
+        ("adaptive_pointwise", ROUTE_VERIFIER, ROUTE_POINTWISE),
+        ("arena", ROUTE_VERIFIER, ROUTE_TOURNAMENT),
+    ],
+)
+def test_every_mode_routes_as_documented(mode, diverse_route, uniform_route):
+    verdicts, _ = run(settings(mode=mode), group("d", [1, 0] * 4) + group("u", [1.0] * 8))
+    assert {v.route for v in verdicts[:8]} == {diverse_route}
+    assert {v.route for v in verdicts[8:]} == {uniform_route}
+    if diverse_route == ROUTE_VERIFIER:
+        assert [v.reward for v in verdicts[:8]] == [1, 0] * 4
+
+
+def test_pointwise_rewards_are_judge_scores_and_adaptive_pointwise_is_anchored():
+    verdicts, _ = run(settings(mode="pointwise"), group("u", [1.0] * 8))
+    assert {v.reward for v in verdicts} <= {0.0, 0.5, 1.0}
+    assert {v.judge_calls for v in verdicts} == {8}
+    verdicts, _ = run(settings(mode="adaptive_pointwise", reward_scale=0.4), group("u", [0.0] * 8))
+    assert {round(v.reward, 6) for v in verdicts} <= {-0.2, 0.0, 0.2}
+
+
+def test_tournament_all_rewards_are_win_probabilities():
+    verdicts, _ = run(settings(mode="tournament_all"), group("d", [1, 0] * 4))
+    rewards = np.array([v.reward for v in verdicts])
+    assert np.all((rewards > 0) & (rewards < 1))
+
+
+def test_incomplete_group_is_answered_at_its_deadline():
+    async def scenario():
+        referee = Referee(settings(group_deadline_s=0.2), SimulatedTraceJudge(seed=0))
+        members = group("g", [1.0] * 8)[:5]
+        verdicts = await asyncio.gather(*(referee.submit(m) for m in members))
+        late = await referee.submit(group("g", [1.0] * 8)[6])
+        return verdicts, late, referee
+
+    verdicts, late, referee = asyncio.run(scenario())
+    assert all(v.fallback == FALLBACK_DEADLINE and v.reward == 1.0 for v in verdicts)
+    assert late.fallback == FALLBACK_LATE and late.reward == 1.0
+    assert referee.metrics()["arena/fallback_deadline"] == 5
+
+
+class BrokenJudge:
+    name = "broken"
+
+    def __init__(self):
+        from arena_verl.judge import JudgeStats
+
+        self.stats = JudgeStats()
+
+    async def compare(self, *args, **kwargs):
+        raise RuntimeError("judge backend is down")
+
+    async def score(self, *args, **kwargs):
+        raise RuntimeError("judge backend is down")
+
+
+class HangingJudge(BrokenJudge):
+    async def compare(self, *args, **kwargs):
+        await asyncio.sleep(3600)
+
+    async def score(self, *args, **kwargs):
+        await asyncio.sleep(3600)
+
+
+def test_judge_errors_become_counted_ties_never_wins():
+    verdicts, referee = run(settings(), group("g", [1.0] * 8), judge=BrokenJudge())
+    assert all(v.reward == pytest.approx(1.0) and v.judge_failures == 18 for v in verdicts)
+    assert referee.metrics()["arena/judge_failures"] == 18
+
+
+def test_a_hanging_judge_is_cut_by_the_call_timeout():
+    s = settings(judge=JudgeSettings(timeout_s=0.05))
+    verdicts, _ = run(s, group("g", [0.0] * 8), judge=HangingJudge())
+    assert all(v.reward == 0.0 and v.judge_failures == 18 for v in verdicts)
+
+
+def test_a_tournament_past_its_timeout_falls_back_to_verifier_rewards():
+    s = settings(tournament_timeout_s=0.1, judge=JudgeSettings(timeout_s=100.0))
+    verdicts, referee = run(s, group("g", [0.0] * 8), judge=HangingJudge())
+    assert all(v.reward == 0.0 and v.fallback == FALLBACK_JUDGE_ERROR for v in verdicts)
+    assert referee.metrics()["arena/fallback_judge_error"] == 8
+
+
+def test_pointwise_failures_fall_back_per_sample():
+    verdicts, _ = run(settings(mode="pointwise"), group("g", [1.0] * 8), judge=BrokenJudge())
+    assert all(v.reward == 1.0 and v.fallback == FALLBACK_JUDGE_ERROR for v in verdicts)
+
+
+def test_duplicates_get_the_same_answer_and_overflow_gets_the_verifier_reward():
+    members = group("g", [0.0] * 8)
+    extra = dataclasses.replace(members[0], sample_key="extra", verifier_reward=0.0)
+    verdicts, referee = run(settings(), members + [members[3], extra])
+    assert verdicts[8] == verdicts[3]
+    assert verdicts[9].fallback == FALLBACK_OVERFLOW and verdicts[9].reward == 0.0
+    metrics = referee.metrics()
+    assert metrics["arena/duplicates"] == 1 and metrics["arena/fallback_overflow"] == 1
+
+
+def test_interleaved_groups_out_of_order_and_per_step_metrics():
+    subs = []
+    for g in range(6):
+        rewards = [1.0] * 8 if g % 2 else [1, 0] * 4
+        subs += group(f"g{g}", rewards, step=g % 2)
+    verdicts, referee = run(settings(), subs, shuffle_seed=7)
+    for g in range(6):
+        routes = {v.route for v in verdicts[8 * g : 8 * g + 8]}
+        assert routes == ({ROUTE_TOURNAMENT} if g % 2 else {ROUTE_VERIFIER})
+    assert referee.metrics(step=1)["arena/groups_routed"] == 3
+    assert referee.metrics(step=0)["arena/groups_routed"] == 0
+    assert referee.metrics()["arena/groups"] == 6
+
+
+def test_group_of_one_needs_no_judge():
+    verdicts, _ = run(settings(group_size=1), group("g", [1.0]))
+    assert verdicts[0].reward == 1.0 and verdicts[0].judge_calls == 0
