@@ -226,3 +226,13 @@ def test_interleaved_groups_out_of_order_and_per_step_metrics():
 def test_group_of_one_needs_no_judge():
     verdicts, _ = run(settings(group_size=1), group("g", [1.0]))
     assert verdicts[0].reward == 1.0 and verdicts[0].judge_calls == 0
+
+
+def test_padding_copies_after_a_full_group_get_their_originals_answer():
+    members = [dataclasses.replace(m, content_key=f"c{i}") for i, m in enumerate(group("g", [0.0] * 8))]
+    copy = dataclasses.replace(members[2], sample_key="call-copy")
+    identical = [dataclasses.replace(m, content_key="same") for m in group("h", [1.0] * 8)]
+    verdicts, _ = run(settings(), members + [copy] + identical)
+    assert verdicts[8] == verdicts[2] and verdicts[8].fallback == 0
+    # Identical responses inside one group are separate samples: the group completes and is judged.
+    assert all(v.route == ROUTE_TOURNAMENT and v.fallback == 0 for v in verdicts[9:])

@@ -1,0 +1,65 @@
+"""The referee as a Ray actor: named per job (and per shard of uids), created on first use by any reward worker."""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import ray
+
+from .judge import make_judge
+from .referee import Referee, Submission, Verdict
+from .settings import ArenaSettings
+
+__all__ = ["RefereeActor", "referee_handle", "forget_referee"]
+
+_HANDLES: dict[str, Any] = {}
+# One referee holds every waiting sample of its shard: a batch of 1024 prompts x 16 samples waits at once.
+_MAX_CONCURRENCY = 100_000
+
+
+class RefereeActor:
+    """Hosts a :class:`Referee`. Restarted by Ray if its process dies (the state of groups in flight is lost)."""
+
+    def __init__(self, settings: ArenaSettings):
+        self.referee = Referee(settings, make_judge(settings.judge))
+
+    async def submit(self, submission: Submission) -> Verdict:
+        return await self.referee.submit(submission)
+
+    async def metrics(self, step: int | None = None) -> dict[str, float]:
+        return self.referee.metrics(step)
+
+    def judge_backend(self) -> str:
+        return self.referee.judge.name
+
+
+def shard_name(settings: ArenaSettings, uid: str) -> str:
+    shard = zlib.crc32(uid.encode("utf-8", errors="replace")) % settings.num_referees
+    return f"{settings.referee_name}_{shard}"
+
+
+def referee_handle(settings: ArenaSettings, uid: str):
+    """The referee of ``uid``'s shard, created if it does not exist yet (``get_if_exists`` makes the creation safe
+    when several reward workers race for it)."""
+    name = shard_name(settings, uid)
+    handle = _HANDLES.get(name)
+    if handle is None:
+        handle = (
+            ray.remote(RefereeActor)
+            .options(
+                name=name,
+                get_if_exists=True,
+                num_cpus=0,
+                max_restarts=-1,
+                max_concurrency=_MAX_CONCURRENCY,
+            )
+            .remote(settings)
+        )
+        _HANDLES[name] = handle
+    return handle
+
+
+def forget_referee(settings: ArenaSettings, uid: str) -> None:
+    """Drop a cached handle after an error, so that the next sample looks the actor up again."""
+    _HANDLES.pop(shard_name(settings, uid), None)

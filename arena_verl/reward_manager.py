@@ -1,0 +1,203 @@
+"""The ``arena`` reward manager: verl's reward loop on one side, the verifier and the group referee on the other.
+
+verl 0.9.1 calls ``run_single`` once per sample, on several ``RewardLoopWorker`` actors, while rollout is still
+running. Each call scores its sample with the verifier, hands it to the referee of its group (a Ray actor, see
+:mod:`arena_verl.referee_actor`) and waits for the group's answer.
+
+Data read from each one-row ``DataProto``: ``batch["prompts"|"responses"|"attention_mask"]``;
+``non_tensor_batch["uid"|"data_source"|"reward_model"|"extra_info"|"raw_prompt"]`` and, when verl's V1 trainer
+sends them, ``"session_id"`` (the sample's index within its group) and ``"global_steps"``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import inspect
+import logging
+import uuid
+from typing import Any
+
+import ray
+from verl import DataProto
+from verl.experimental.reward_loop.reward_manager import register
+from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
+
+from .judge.base import Trace
+from .referee import FALLBACK_REFEREE_LOST, Submission, Verdict
+from .referee_actor import forget_referee, referee_handle
+from .routing import ROUTE_VERIFIER
+from .settings import ArenaSettings, settings_from_config
+from .verify import STATUSES, MathVerifier, VerifyResult
+
+logger = logging.getLogger(__name__)
+_UNAVAILABLE_PATIENCE_S = 120.0  # how long a sample waits for a restarting referee
+
+__all__ = ["ArenaRewardManager", "EXTRA_INFO_KEYS"]
+
+# Every sample returns exactly these keys (verl takes the key list from the first sample). All numeric, so verl's
+# validation metrics can average them.
+EXTRA_INFO_KEYS = (
+    "arena/verifier_reward",  # the verifier's score
+    "arena/verify_status",  # index into arena_verl.verify.STATUSES
+    "arena/validation",  # 1 = validation sample (never judged)
+    "arena/routed",  # 1 = the reward came from the judge
+    "arena/route",  # 0 verifier, 1 tournament, 2 pointwise
+    "arena/uniform_group",  # 1 = every verifier reward of the group was equal
+    "arena/strength",  # Bradley-Terry strength (0 when not in a tournament)
+    "arena/win_rate",  # tournament win rate, -1 when the sample played no match
+    "arena/judge_calls",  # judge calls charged to the sample's group
+    "arena/judge_failures",  # of those, calls without a usable verdict
+    "arena/fallback",  # 0 none, 1 deadline, 2 judge_error, 3 referee_lost, 4 overflow, 5 late
+)
+
+
+@register("arena")
+class ArenaRewardManager(RewardManagerBase):
+    """Verifier for diverse groups, trace tournament for non-diverse ones (and every baseline, by ``mode``)."""
+
+    _verifier: MathVerifier | None = None
+
+    def __init__(self, config, tokenizer, compute_score=None, reward_router_address=None, reward_model_tokenizer=None,
+                 **kwargs):  # fmt: skip
+        super().__init__(config, tokenizer, compute_score)
+        self.settings: ArenaSettings = settings_from_config(config)
+        custom = config.reward.get("custom_reward_function", {}) or {}
+        # verl hands us either the user's function or its own default_compute_score.
+        self.user_scorer = compute_score if custom.get("path") else None
+        self.default_scorer = compute_score
+        self.reward_router_address = reward_router_address
+
+    @classmethod
+    def init_class(cls, config, tokenizer):
+        if cls._class_initialized:
+            return
+        settings = settings_from_config(config)
+        cls._verifier = MathVerifier(timeout_s=settings.verifier_timeout_s, num_workers=settings.verifier_workers)
+        cls._class_initialized = True
+
+    async def run_single(self, data: DataProto) -> dict:
+        item = data[-1:][0]  # multi-output agent loops: the last output carries the trajectory
+        non_tensor = item.non_tensor_batch
+        response_ids = item.batch["responses"]
+        valid_length = int(item.batch["attention_mask"][-response_ids.shape[-1] :].sum())
+        valid_ids = response_ids[:valid_length]
+        text = await self.loop.run_in_executor(None, lambda: self.tokenizer.decode(valid_ids, skip_special_tokens=True))
+
+        extra_info = non_tensor.get("extra_info") or {}
+        extra_info = extra_info if isinstance(extra_info, dict) else {}
+        reward_model = non_tensor.get("reward_model") or {}
+        ground_truth = reward_model.get("ground_truth") if isinstance(reward_model, dict) else None
+        data_source = str(non_tensor.get("data_source", ""))
+        verified = await self._verify(data_source, text, ground_truth, extra_info)
+
+        validation = bool(data.meta_info.get("validate")) or extra_info.get("split") in self.settings.validation_splits
+        uid = non_tensor.get("uid")
+        if validation or not self.settings.uses_judge or uid is None:
+            return _answer(verified, Verdict(reward=verified.score), validation)
+
+        submission = Submission(
+            uid=str(uid),
+            sample_key=_sample_key(non_tensor.get("session_id")),
+            content_key=hashlib.blake2b(valid_ids.cpu().numpy().tobytes(), digest_size=12).hexdigest(),
+            problem=await self.loop.run_in_executor(None, self._problem_text, item),
+            trace=Trace(text=text, quality_hint=_float_or_none(extra_info.get("sim_quality"))),
+            verifier_reward=verified.score,
+            reference=None if ground_truth is None else str(ground_truth),
+            step=_int_or_none(non_tensor.get("global_steps")),
+        )
+        return _answer(verified, await self._referee_verdict(submission), validation)
+
+    async def _referee_verdict(self, submission: Submission) -> Verdict:
+        s = self.settings
+        # Past the group deadline plus the tournament timeout the referee itself would have answered.
+        patience = s.group_deadline_s + s.tournament_timeout_s + 60.0
+        loop = asyncio.get_running_loop()
+        give_up_at = loop.time() + _UNAVAILABLE_PATIENCE_S
+        delay = 0.25
+        try:
+            while True:
+                handle = referee_handle(s, submission.uid)
+                try:
+                    return await asyncio.wait_for(handle.submit.remote(submission), patience)
+                except ray.exceptions.ActorUnavailableError:
+                    # The referee is restarting (Ray raises this for calls in flight when its process died). The
+                    # restarted referee rebuilds the group from the samples that submit again.
+                    if loop.time() + delay > give_up_at:
+                        raise
+                    await asyncio.sleep(delay)
+                    delay = min(2 * delay, 5.0)
+        except Exception as exc:  # noqa: BLE001  (a lost referee never fails the step: verifier reward instead)
+            logger.warning("referee for group %s unavailable (%r); verifier reward used", submission.uid, exc)
+            forget_referee(s, submission.uid)
+            return Verdict(reward=submission.verifier_reward, fallback=FALLBACK_REFEREE_LOST)
+
+    async def _verify(self, data_source: str, text: str, ground_truth: Any, extra_info: dict) -> VerifyResult:
+        scorer = self.user_scorer
+        if scorer is None and _is_math(data_source, self.settings.math_data_sources):
+            return await self.loop.run_in_executor(None, self._verifier.score, text, ground_truth)
+        scorer = scorer or self.default_scorer
+        kwargs = dict(data_source=data_source, solution_str=text, ground_truth=ground_truth, extra_info=extra_info)
+        try:
+            if inspect.iscoroutinefunction(scorer):
+                result = await scorer(**kwargs)
+            else:
+                result = await self.loop.run_in_executor(None, lambda: scorer(**kwargs))
+            score = float(result["score"] if isinstance(result, dict) else result)
+            return VerifyResult(score, "correct" if score > 0 else "wrong")
+        except Exception as exc:  # noqa: BLE001  (a scorer that raises gives 0, counted as an error)
+            logger.warning("reward function failed on a %s sample (%r); scored 0", data_source, exc)
+            return VerifyResult(0.0, "error")
+
+    def _problem_text(self, item) -> str:
+        raw_prompt = item.non_tensor_batch.get("raw_prompt")
+        if raw_prompt is not None:
+            messages = list(raw_prompt)
+            user = [m.get("content", "") for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+            if user and isinstance(user[-1], str):
+                return user[-1]
+        prompt_ids = item.batch["prompts"]
+        prompt_mask = item.batch["attention_mask"][: prompt_ids.shape[-1]].bool()
+        return self.tokenizer.decode(prompt_ids[prompt_mask], skip_special_tokens=True)
+
+
+def _answer(verified: VerifyResult, verdict: Verdict, validation: bool) -> dict:
+    info = {
+        "arena/verifier_reward": float(verified.score),
+        "arena/verify_status": float(STATUSES.index(verified.status)),
+        "arena/validation": float(validation),
+        "arena/routed": float(verdict.route != ROUTE_VERIFIER),
+        "arena/route": float(verdict.route),
+        "arena/uniform_group": float(verdict.uniform),
+        "arena/strength": float(verdict.strength),
+        "arena/win_rate": float(verdict.win_rate),
+        "arena/judge_calls": float(verdict.judge_calls),
+        "arena/judge_failures": float(verdict.judge_failures),
+        "arena/fallback": float(verdict.fallback),
+    }
+    return {"reward_score": float(verdict.reward), "reward_extra_info": info}
+
+
+def _sample_key(session_id: Any) -> str:
+    # verl's V1 trainer numbers the samples of a group (session_id). Without it (legacy trainer, batch path) every
+    # call is a sample of its own; the referee then recognises the batch path's padding copies by their content.
+    return f"session-{session_id}" if session_id is not None else f"call-{uuid.uuid4().hex}"
+
+
+def _is_math(data_source: str, patterns: tuple[str, ...]) -> bool:
+    lowered = data_source.lower()
+    return "*" in patterns or any(p.lower() in lowered for p in patterns)
+
+
+def _float_or_none(value: Any) -> float | None:
+    try:
+        return None if value is None else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _int_or_none(value: Any) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,228 @@
+"""The arena reward manager inside the real verl 0.9.1 reward loop: Hydra config, Ray actors, RewardLoopManager,
+then verl's own GRPO advantage. The judge is the SIMULATED judge (a trace's hidden quality comes from
+extra_info.sim_quality); everything else is real."""
+
+import random
+import time
+import uuid
+
+import numpy as np
+import pytest
+import ray
+import torch
+from scipy.stats import kendalltau
+
+from helpers.tiny_tokenizer import build_tiny_tokenizer
+from helpers.verl_batch import Sample, compose_config, make_batch, set_ray_env
+
+
+@pytest.fixture(scope="module")
+def tokenizer_path(tmp_path_factory):
+    return build_tiny_tokenizer(tmp_path_factory.mktemp("tokenizer"))
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tokenizer_path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(tokenizer_path))
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    set_ray_env()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def manager_factory(ray_cluster, tokenizer_path):
+    from verl.experimental.reward_loop.reward_loop import RewardLoopManager
+
+    created = []
+
+    def make(*overrides):
+        # Each manager gets its own referee name: a referee keeps the settings it was created with.
+        name = f"referee_{uuid.uuid4().hex[:8]}"
+        # A sharp SIMULATED judge, so that one tournament's order reliably follows the hidden quality.
+        base = [f"reward.arena.referee_name={name}", "reward.arena.judge.sim_sharpness=4"]
+        config = compose_config(tokenizer_path, [*base, *overrides])
+        manager = RewardLoopManager(config)
+        created.append(manager)
+        return manager, config
+
+    yield make
+    for manager in created:
+        for worker in manager.reward_loop_workers:
+            ray.kill(worker)
+    time.sleep(0.5)
+
+
+def group(uid, responses, qualities=None, **kwargs):
+    qualities = qualities if qualities is not None else [None] * len(responses)
+    return [Sample(uid, r, sim_quality=q, **kwargs) for r, q in zip(responses, qualities)]
+
+
+def mixed_batch():
+    diverse = group("diverse", [f"so \\boxed{{{4 if i % 2 else 5}}}" for i in range(8)], list(range(8)))
+    correct_q = [0.3, -1.2, 2.0, 0.0, -0.4, 1.1, -2.2, 0.8]
+    correct = group("correct", [f"step {i}: the answer is \\boxed{{4}}" for i in range(8)], correct_q)
+    wrong_q = [-0.5, 1.5, 0.2, -1.9, 0.9, -0.1, 2.4, -1.0]
+    wrong = group("wrong", [f"attempt {i}: \\boxed{{7}}" for i in range(8)], wrong_q)
+    return diverse + correct + wrong, {"correct": correct_q, "wrong": wrong_q}
+
+
+def test_rm_scores_then_grpo_advantages(manager_factory, tokenizer):
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+
+    manager, _ = manager_factory()
+    samples, qualities = mixed_batch()
+    batch = make_batch(tokenizer, samples)
+    out = manager.compute_rm_score(batch)
+
+    scores = out.batch["rm_scores"].sum(-1).numpy()
+    info = out.non_tensor_batch
+    assert out.meta_info["reward_extra_keys"][0] == "arena/verifier_reward"
+    np.testing.assert_array_equal(scores[:8], [0, 1, 0, 1, 0, 1, 0, 1])  # diverse: exactly the verifier
+    assert set(info["arena/routed"][:8]) == {0.0}
+    assert set(info["arena/routed"][8:]) == {1.0} and set(info["arena/judge_calls"][8:]) == {18.0}
+
+    response_mask = batch.batch["attention_mask"][:, batch.batch["prompts"].shape[1] :].float()
+    token_rewards = out.batch["rm_scores"]
+    advantages, _ = compute_grpo_outcome_advantage(token_rewards, response_mask, batch.non_tensor_batch["uid"])
+    per_sample = (advantages * response_mask).sum(-1) / response_mask.sum(-1)
+    for name, start in (("correct", 8), ("wrong", 16)):
+        adv = per_sample[start : start + 8].numpy()
+        assert np.abs(adv).max() > 0.1  # the zero-advantage case is gone
+        assert kendalltau(adv, qualities[name]).statistic > 0.4  # ordered like the hidden quality
+    # Plain verifier rewards of a uniform group would have given exactly zero.
+    flat = torch.zeros_like(token_rewards)
+    flat_adv, _ = compute_grpo_outcome_advantage(flat, response_mask, batch.non_tensor_batch["uid"])
+    assert float(flat_adv[8:].abs().max()) == 0.0
+
+
+def one_row(tokenizer, sample, **meta):
+    data = make_batch(tokenizer, [sample])
+    data.meta_info.update(meta)
+    return data
+
+
+def stream(manager, tokenizer, samples, seed=0):
+    """What the agent loop does: one compute_score call per finished sample, on a random worker, out of order."""
+    rng = random.Random(seed)
+    order = list(range(len(samples)))
+    rng.shuffle(order)
+    refs = {}
+    for i in order:
+        refs[i] = rng.choice(manager.reward_loop_workers).compute_score.remote(one_row(tokenizer, samples[i]))
+    return [ray.get(refs[i], timeout=120) for i in range(len(samples))]
+
+
+def test_streaming_path_interleaved_groups_out_of_order(manager_factory, tokenizer):
+    manager, _ = manager_factory()
+    samples, qualities = mixed_batch()
+    results = stream(manager, tokenizer, samples, seed=3)
+    rewards = np.array([r["reward_score"] for r in results])
+    np.testing.assert_array_equal(rewards[:8], [0, 1, 0, 1, 0, 1, 0, 1])
+    assert kendalltau(rewards[8:16], qualities["correct"]).statistic > 0.4
+    assert all(r["reward_extra_info"]["arena/judge_calls"] == 18 for r in results[8:])
+    assert len({tuple(r["reward_extra_info"]) for r in results}) == 1  # same keys for every sample
+
+
+def test_validation_samples_never_reach_the_judge(manager_factory, tokenizer):
+    manager, _ = manager_factory()
+    marked = [Sample(f"val{i}", "\\boxed{4}", extra={"split": "test"}) for i in range(3)]
+    results = [ray.get(manager.reward_loop_workers[0].compute_score.remote(one_row(tokenizer, s))) for s in marked]
+    flagged = ray.get(
+        manager.reward_loop_workers[1].compute_score.remote(
+            one_row(tokenizer, Sample("val-meta", "\\boxed{4}"), validate=True)
+        )
+    )
+    for result in results + [flagged]:
+        assert result["reward_score"] == 1.0
+        assert result["reward_extra_info"]["arena/validation"] == 1.0
+        assert result["reward_extra_info"]["arena/judge_calls"] == 0.0
+
+
+@pytest.mark.parametrize("mode", ["rlvr", "tournament_all", "pointwise", "adaptive_pointwise"])
+def test_modes_through_the_real_reward_loop(manager_factory, tokenizer, mode):
+    manager, _ = manager_factory(f"reward.arena.mode={mode}")
+    samples, _ = mixed_batch()
+    out = manager.compute_rm_score(make_batch(tokenizer, samples))
+    routed = out.non_tensor_batch["arena/routed"]
+    scores = out.batch["rm_scores"].sum(-1).numpy()
+    expected_routed = {"rlvr": [0, 0], "tournament_all": [1, 1], "pointwise": [1, 1], "adaptive_pointwise": [0, 1]}
+    assert set(routed[:8]) == {float(expected_routed[mode][0])}
+    assert set(routed[8:]) == {float(expected_routed[mode][1])}
+    if mode == "rlvr":
+        np.testing.assert_array_equal(scores, out.non_tensor_batch["arena/verifier_reward"])
+
+
+def test_incomplete_group_gets_verifier_rewards_at_the_deadline(manager_factory, tokenizer):
+    manager, _ = manager_factory("reward.arena.group_deadline_s=2")
+    samples = group("partial", [f"t{i} \\boxed{{4}}" for i in range(5)], [0.0] * 5)
+    started = time.perf_counter()
+    results = stream(manager, tokenizer, samples)
+    assert time.perf_counter() - started < 30
+    assert all(r["reward_score"] == 1.0 and r["reward_extra_info"]["arena/fallback"] == 1 for r in results)
+
+
+def test_a_referee_killed_mid_group_is_restarted_and_the_group_rebuilt(manager_factory, tokenizer):
+    manager, config = manager_factory("reward.arena.group_deadline_s=60")
+    name = f"{config.reward.arena.referee_name}_0"
+    samples = group("victim", [f"t{i} \\boxed{{4}}" for i in range(8)], list(range(8)))
+    workers = manager.reward_loop_workers
+    first = [workers[i % 2].compute_score.remote(one_row(tokenizer, s)) for i, s in enumerate(samples[:6])]
+    referee = wait_for_referee(name, samples=6)
+    ray.kill(referee, no_restart=False)
+    ray.get(referee.metrics.remote(), timeout=60)  # Ray restarted it
+    rest = [workers[0].compute_score.remote(one_row(tokenizer, s)) for s in samples[6:]]
+    results = ray.get(first + rest, timeout=120)
+    # What is lost: the judge calls made before the crash and the referee's counters. What is not: the six
+    # waiting samples submit again to the restarted referee, the group completes there and is judged.
+    assert all(r["reward_extra_info"]["arena/fallback"] == 0 for r in results)
+    assert all(r["reward_extra_info"]["arena/judge_calls"] == 18 for r in results)
+    assert ray.get(referee.metrics.remote())["arena/groups_routed"] == 1
+
+
+def wait_for_referee(name, samples):
+    for _ in range(200):
+        try:
+            referee = ray.get_actor(name)
+            if ray.get(referee.metrics.remote())["arena/samples"] == samples:
+                return referee
+        except ValueError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"referee {name} never saw {samples} samples")
+
+
+def test_bad_input_still_gets_a_reward(manager_factory, tokenizer):
+    manager, _ = manager_factory("reward.arena.group_deadline_s=3")
+    samples = [Sample("bad", "", session_id=0), Sample("bad", "\\boxed{4}", ground_truth=None, session_id=1)]
+    samples += [Sample("bad", f"x{i} \\boxed{{4}}", session_id=i) for i in range(2, 8)]
+    samples += [Sample("bad", "overflow \\boxed{4}", session_id=8), Sample("bad", "x3 \\boxed{4}", session_id=3)]
+    results = stream(manager, tokenizer, samples, seed=1)
+    info = [r["reward_extra_info"] for r in results]
+    from arena_verl.verify import STATUSES
+
+    assert info[0]["arena/verify_status"] == STATUSES.index("empty") and info[0]["arena/verifier_reward"] == 0
+    assert info[1]["arena/verify_status"] == STATUSES.index("error") and info[1]["arena/verifier_reward"] == 0
+    # Nine distinct samples for a group of eight: whichever arrives last overflows and keeps its verifier reward.
+    assert [i["arena/fallback"] for i in info].count(4) == 1
+    assert results[9] == results[3]  # the same sample twice gets the same answer
+    assert all(np.isfinite(r["reward_score"]) for r in results)
+
+
+def test_plugin_registers_arena_in_a_fresh_process():
+    import subprocess
+    import sys
+
+    code = (
+        "import verl\n"
+        "from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls\n"
+        "print(get_reward_manager_cls('arena').__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip().endswith("ArenaRewardManager"), out.stderr
