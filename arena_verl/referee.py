@@ -31,7 +31,7 @@ from .tournament import Tournament
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Submission", "Verdict", "Referee", "FALLBACK_REASONS"]
+__all__ = ["Submission", "Verdict", "Referee", "FALLBACK_REASONS", "COUNTERS", "derive_metrics"]
 
 # Fallback reason codes (extra info "arena/fallback"): 0 = none.
 FALLBACK_REASONS = {
@@ -154,17 +154,10 @@ class Referee:
         return await asyncio.shield(future)
 
     def metrics(self, step: int | None = None) -> dict[str, float]:
-        """Counters and derived figures, for one step (``global_steps``) or since the start."""
+        """Counters and derived figures, for one step (``global_steps``, when verl sends it) or since the start."""
         counts = self._step_counters.get(step, collections.Counter()) if step is not None else self._counters
-        out = {f"arena/{key}": float(counts[key]) for key in COUNTERS}
-        groups = counts["groups"]
-        routed = counts["groups_routed"]
-        uniform = counts["groups_uniform"]
-        out["arena/alpha_routed"] = routed / groups if groups else 0.0
-        out["arena/uniform_share"] = uniform / groups if groups else 0.0
-        out["arena/all_correct_share_of_uniform"] = counts["groups_all_correct"] / uniform if uniform else 0.0
-        out["arena/judge_calls_per_routed_group"] = counts["judge_calls_routed"] / routed if routed else 0.0
-        out["arena/judge"] = 0.0 if self.judge.name != "simulated" else 1.0  # 1 = SIMULATED judge
+        out = derive_metrics({key: float(counts[key]) for key in COUNTERS})
+        out["arena/simulated_judge"] = float(self.judge.name == "simulated")
         return out
 
     async def drain(self) -> None:
@@ -365,6 +358,18 @@ class Referee:
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def derive_metrics(counts: dict[str, float]) -> dict[str, float]:
+    """``arena/<counter>`` for every counter, plus the ratios a user watches: the share of groups routed to the
+    judge (alpha), the all-correct share of non-diverse groups, judge calls per routed group."""
+    out = {f"arena/{key}": float(counts.get(key, 0.0)) for key in COUNTERS}
+    groups, routed, uniform = counts.get("groups", 0), counts.get("groups_routed", 0), counts.get("groups_uniform", 0)
+    out["arena/alpha_routed"] = routed / groups if groups else 0.0
+    out["arena/uniform_share"] = uniform / groups if groups else 0.0
+    out["arena/all_correct_share_of_uniform"] = counts.get("groups_all_correct", 0) / uniform if uniform else 0.0
+    out["arena/judge_calls_per_routed_group"] = counts.get("judge_calls_routed", 0) / routed if routed else 0.0
+    return out
 
 
 def _stable_seed(uid: str) -> int:

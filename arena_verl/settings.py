@@ -63,6 +63,7 @@ class ArenaSettings:
     math_data_sources: tuple[str, ...] = ("math", "gsm8k", "aime", "amc", "olympiad", "numina", "deepscaler")
     verifier_timeout_s: float = 10.0
     verifier_workers: int = 1
+    log_metrics: bool = True  # add the referees' per-step counters to the trainer's tracker (arena/*)
     judge: JudgeSettings = field(default_factory=JudgeSettings)
 
     @property

@@ -4,3 +4,6 @@ worker, which registers the ``arena`` reward manager. Without the entry point (o
 reward.reward_manager.name=ArenaRewardManager reward.reward_manager.module.path=pkg://arena_verl.reward_manager``."""
 
 from . import reward_manager  # noqa: F401  (registers "arena")
+from .tracking import install_tracking_hook
+
+install_tracking_hook()

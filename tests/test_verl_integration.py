@@ -226,3 +226,34 @@ def test_plugin_registers_arena_in_a_fresh_process():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip().endswith("ArenaRewardManager"), out.stderr
+
+
+class Recorder:
+    def __init__(self):
+        self.logged = []
+
+    def log(self, data, step):
+        self.logged.append((step, dict(data)))
+
+
+def test_step_metrics_reach_the_trainers_tracker(manager_factory, tokenizer):
+    from omegaconf import OmegaConf
+    from verl.utils.tracking import Tracking
+
+    import arena_verl.verl_plugin  # noqa: F401  (what `import verl` does through the entry point)
+
+    manager, config = manager_factory()
+    tracker = Tracking("arena-test", "metrics", default_backend="console", config=OmegaConf.to_container(config))
+    recorder = Recorder()
+    tracker.logger = {"console": recorder}
+    samples, _ = mixed_batch()
+    manager.compute_rm_score(make_batch(tokenizer, samples))
+    tracker.log({"training/global_step": 1}, step=1)
+    tracker.log({"val-core/acc": 0.5}, step=1)  # validation logs are left alone
+    tracker.log({"training/global_step": 2}, step=2)  # nothing happened since step 1
+    (_, step1), (_, val), (_, step2) = recorder.logged
+    assert step1["arena/groups"] == 3 and step1["arena/alpha_routed"] == pytest.approx(2 / 3)
+    assert step1["arena/judge_calls_per_routed_group"] == 18
+    assert step1["arena/all_correct_share_of_uniform"] == 0.5
+    assert not any(key.startswith("arena/") for key in val)
+    assert step2["arena/groups"] == 0

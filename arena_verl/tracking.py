@@ -1,0 +1,85 @@
+"""Arena metrics in the user's tracker (wandb, tensorboard, console, ...).
+
+verl 0.9.1 does not log a reward manager's extra info for training steps, and offers no hook to add metrics. The
+plugin therefore wraps ``verl.utils.tracking.Tracking`` (the driver's logger): when the job's reward manager is
+``arena`` and ``reward.arena.log_metrics`` is true, every training-step ``log`` call also carries the referees'
+counters for that step (the change since the previous step), as ``arena/*``. Reading them never fails a step: an
+unreachable referee only means no arena metrics for that step.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .referee import COUNTERS, derive_metrics
+from .settings import ArenaSettings, settings_from_config
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["install_tracking_hook", "ArenaMetricsReader"]
+
+
+class ArenaMetricsReader:
+    """Sums the counters of every referee shard and returns what changed since the last read."""
+
+    def __init__(self, settings: ArenaSettings, timeout_s: float = 10.0):
+        self.settings = settings
+        self.timeout_s = timeout_s
+        self._previous: dict[str, float] = {key: 0.0 for key in COUNTERS}
+
+    def step_metrics(self) -> dict[str, float]:
+        import ray
+
+        totals = {key: 0.0 for key in COUNTERS}
+        for shard in range(self.settings.num_referees):
+            try:
+                actor = ray.get_actor(f"{self.settings.referee_name}_{shard}")
+                shard_metrics = ray.get(actor.metrics.remote(), timeout=self.timeout_s)
+            except Exception as exc:  # noqa: BLE001  (no referee yet, or unreachable: no metrics, no failure)
+                logger.debug("arena metrics: referee shard %d unavailable: %r", shard, exc)
+                continue
+            for key in COUNTERS:
+                totals[key] += shard_metrics.get(f"arena/{key}", 0.0)
+        if any(totals[key] < self._previous[key] for key in COUNTERS):
+            self._previous = {key: 0.0 for key in COUNTERS}  # a referee restarted: its counters began again
+        delta = {key: totals[key] - self._previous[key] for key in COUNTERS}
+        self._previous = totals
+        return derive_metrics(delta)
+
+
+def reader_from_config(config: Any) -> ArenaMetricsReader | None:
+    try:
+        reward_manager = ((config or {}).get("reward") or {}).get("reward_manager") or {}
+        if reward_manager.get("name") not in ("arena", "ArenaRewardManager"):
+            return None
+        settings = settings_from_config(config)
+    except Exception as exc:  # noqa: BLE001  (bad settings are reported by the reward manager itself)
+        logger.debug("arena metrics disabled: %r", exc)
+        return None
+    return ArenaMetricsReader(settings) if settings.log_metrics else None
+
+
+def install_tracking_hook() -> None:
+    from verl.utils.tracking import Tracking
+
+    if getattr(Tracking, "_arena_hook", False):
+        return
+    original_init, original_log = Tracking.__init__, Tracking.log
+
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        config = kwargs.get("config", args[3] if len(args) > 3 else None)
+        self._arena_metrics = reader_from_config(config)
+
+    def log(self, data, step, backend=None):
+        reader = getattr(self, "_arena_metrics", None)
+        if reader is not None and "training/global_step" in data:
+            try:
+                data = {**data, **reader.step_metrics()}
+            except Exception as exc:  # noqa: BLE001
+                logger.warning("arena metrics not logged for step %s: %r", step, exc)
+        return original_log(self, data, step, backend)
+
+    Tracking.__init__, Tracking.log = __init__, log
+    Tracking._arena_hook = True
