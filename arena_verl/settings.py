@@ -16,7 +16,7 @@ from .tournament import FAILURE_POLICIES, STRATEGIES
 __all__ = ["MODES", "JUDGE_BACKENDS", "JudgeSettings", "ArenaSettings", "settings_from_config"]
 
 MODES = ("rlvr", "pointwise", "tournament_all", "adaptive_pointwise", "arena")
-JUDGE_BACKENDS = ("simulated", "transformers")
+JUDGE_BACKENDS = ("simulated",)
 _PREFIX = "reward.arena"
 
 
@@ -120,8 +120,6 @@ def validate(settings: ArenaSettings) -> None:
     for key in ("sim_tie_rate", "sim_parse_failure_rate"):
         if not 0.0 <= getattr(judge, key) <= 1.0:
             raise ValueError(f"{_PREFIX}.judge.{key} must be in [0, 1], got {getattr(judge, key)!r}")
-    if judge.backend == "transformers" and not judge.model_path:
-        raise ValueError(f"{_PREFIX}.judge.model_path is required for the transformers backend")
 
 
 def _one_of(key: str, value: Any, allowed: tuple[str, ...]) -> None:

@@ -43,7 +43,6 @@ def test_values_are_read_and_typed():
         ({"budget": 10, "strategy": "live"}, r"reward\.arena\.budget applies to the budgeted"),
         ({"budget": 3, "strategy": "info_gain"}, r"cannot connect a group of 8"),
         ({"num_referees": 0}, r"reward\.arena\.num_referees must be >= 1"),
-        ({"judge": {"backend": "transformers"}}, r"reward\.arena\.judge\.model_path is required"),
         ({"validation_splits": "test"}, r"reward\.arena\.validation_splits must be a list of strings"),
         ("arena", r"reward\.arena must be a mapping"),
     ],

@@ -12,13 +12,13 @@ import ray
 import torch
 from scipy.stats import kendalltau
 
-from helpers.tiny_tokenizer import build_tiny_tokenizer
-from helpers.verl_batch import Sample, compose_config, make_batch, set_ray_env
+from arena_verl.toy import Sample, build_toy_tokenizer, make_batch
+from helpers.verl_batch import compose_config, set_ray_env
 
 
 @pytest.fixture(scope="module")
 def tokenizer_path(tmp_path_factory):
-    return build_tiny_tokenizer(tmp_path_factory.mktemp("tokenizer"))
+    return build_toy_tokenizer(tmp_path_factory.mktemp("tokenizer"))
 
 
 @pytest.fixture(scope="module")

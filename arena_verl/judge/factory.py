@@ -19,8 +19,4 @@ def make_judge(settings: JudgeSettings) -> Judge:
             latency_s=settings.sim_latency_s,
             seed=settings.seed,
         )
-    if settings.backend == "transformers":
-        from .transformers_backend import TransformersJudge
-
-        return TransformersJudge(settings)
     raise ValueError(f"reward.arena.judge.backend: unknown backend {settings.backend!r}")
