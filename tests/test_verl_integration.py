@@ -257,3 +257,19 @@ def test_step_metrics_reach_the_trainers_tracker(manager_factory, tokenizer):
     assert step1["arena/all_correct_share_of_uniform"] == 0.5
     assert not any(key.startswith("arena/") for key in val)
     assert step2["arena/groups"] == 0
+
+
+def test_importlib_fallback_resolves_the_manager_without_the_registry(tokenizer_path):
+    from verl.trainer.ppo.reward import resolve_reward_manager_cls
+
+    from arena_verl.reward_manager import ArenaRewardManager
+
+    config = compose_config(
+        tokenizer_path,
+        [
+            "reward.reward_manager.source=importlib",
+            "reward.reward_manager.name=ArenaRewardManager",
+            "reward.reward_manager.module.path=pkg://arena_verl.reward_manager",
+        ],
+    )
+    assert resolve_reward_manager_cls(config) is ArenaRewardManager
