@@ -71,6 +71,7 @@ class Submission:
     reference: str | None = None
     step: int | None = None
     content_key: str | None = None  # a hash of the response: tells a padding copy from a new sample
+    task: str = "math"  # which prompt the judge uses: math, code or generic
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,8 @@ class Referee:
             async with self._limiter:
                 try:
                     return await asyncio.wait_for(
-                        self.judge.compare(a.problem, a.trace, b.trace, a.reference), s.judge.timeout_s
+                        self.judge.compare(a.problem, a.trace, b.trace, a.reference, task=a.task),
+                        s.judge.call_budget_s,
                     )
                 except asyncio.TimeoutError:
                     return None
@@ -273,7 +275,8 @@ class Referee:
             async with self._limiter:
                 try:
                     value = await asyncio.wait_for(
-                        self.judge.score(member.problem, member.trace, member.reference), s.judge.timeout_s
+                        self.judge.score(member.problem, member.trace, member.reference, task=member.task),
+                        s.judge.call_budget_s,
                     )
                 except asyncio.TimeoutError:
                     return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from typing import Any
 
@@ -32,6 +33,9 @@ class RefereeActor:
 
     def judge_backend(self) -> str:
         return self.referee.judge.name
+
+    def judge_stats(self) -> dict[str, int]:
+        return dataclasses.asdict(self.referee.judge.stats)
 
 
 def shard_name(settings: ArenaSettings, uid: str) -> str:

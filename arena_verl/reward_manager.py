@@ -24,6 +24,7 @@ from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from .judge.base import Trace
+from .judge.prompts import task_of
 from .referee import FALLBACK_REFEREE_LOST, Submission, Verdict
 from .referee_actor import forget_referee, referee_handle
 from .routing import ROUTE_VERIFIER
@@ -105,6 +106,7 @@ class ArenaRewardManager(RewardManagerBase):
             verifier_reward=verified.score,
             reference=None if ground_truth is None else str(ground_truth),
             step=_int_or_none(non_tensor.get("global_steps")),
+            task=task_of(data_source, self.settings.math_data_sources),
         )
         return _answer(verified, await self._referee_verdict(submission), validation)
 

@@ -16,20 +16,45 @@ from .tournament import FAILURE_POLICIES, STRATEGIES
 __all__ = ["MODES", "JUDGE_BACKENDS", "JudgeSettings", "ArenaSettings", "settings_from_config"]
 
 MODES = ("rlvr", "pointwise", "tournament_all", "adaptive_pointwise", "arena")
-JUDGE_BACKENDS = ("simulated",)
+JUDGE_BACKENDS = ("simulated", "transformers", "openai", "vllm")
 _PREFIX = "reward.arena"
+_OPTIONAL_INT = ("budget", "max_model_len")
+_OPTIONAL_STR = ("model_path", "pairwise_template", "base_url")
 
 
 @dataclass(frozen=True)
 class JudgeSettings:
-    """``reward.arena.judge.*``: which judge, how many calls at once, how long to wait."""
+    """``reward.arena.judge.*``: which judge, its prompts, and how hard to try before a call counts as failed."""
 
     backend: str = "simulated"
-    model_path: str | None = None  # transformers: a local model folder
+    # Prompts (model-backed judges).
+    pairwise_template: str | None = None  # None: by task (math, code, generic); or a built-in name or a file path
+    pointwise_template: str = "pointwise"
+    show_reference: bool = False  # routed groups share one verifier outcome: judge the reasoning, not the answer
+    max_trace_tokens: int = 4096  # each trace keeps head and tail within this budget
+    # Calls.
     max_concurrency: int = 32  # judge calls in flight per referee
-    timeout_s: float = 120.0  # one judge call
+    timeout_s: float = 120.0  # one generation
+    retries: int = 2  # transient errors (timeout, HTTP 5xx, dead engine): retried with exponential backoff
+    backoff_s: float = 1.0
+    parse_retries: int = 1  # an unparsable verdict is asked again (at retry_temperature), then counted as failed
+    temperature: float = 0.0
+    retry_temperature: float = 0.7
+    top_p: float = 1.0
     max_new_tokens: int = 512
-    device: str = "cpu"
+    # transformers and vllm: a local model folder; openai: the served model's name.
+    model_path: str | None = None
+    device: str = "cpu"  # transformers
+    dtype: str = "auto"
+    # openai: any OpenAI-compatible chat endpoint (vllm serve, SGLang, a hosted API, verl's reward-model router).
+    base_url: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    # vllm: engines in Ray actors on judge GPUs.
+    num_engines: int = 1
+    tensor_parallel_size: int = 1
+    gpu_memory_utilization: float = 0.85
+    max_model_len: int | None = None
+    enable_prefix_caching: bool = True
     # SIMULATED judge only (tests, benchmarks, CPU demo): see arena_verl.tournament.SimulatedJudge.
     sim_sharpness: float = 1.0
     sim_position_bias: float = 0.0
@@ -37,6 +62,12 @@ class JudgeSettings:
     sim_parse_failure_rate: float = 0.0
     sim_latency_s: float = 0.0
     seed: int = 0
+
+    @property
+    def call_budget_s(self) -> float:
+        """The longest one compare/score can take with every retry: the referee's outer timeout."""
+        attempts = (self.retries + 1) * (self.parse_retries + 1)
+        return attempts * self.timeout_s + (2 ** (self.retries + 1)) * self.backoff_s * (self.parse_retries + 1)
 
 
 @dataclass(frozen=True)
@@ -115,8 +146,18 @@ def validate(settings: ArenaSettings) -> None:
         if getattr(settings, key) < 1:
             raise ValueError(f"{_PREFIX}.{key} must be >= 1, got {getattr(settings, key)}")
     judge = settings.judge
-    if judge.max_concurrency < 1 or not judge.timeout_s > 0 or judge.max_new_tokens < 1:
-        raise ValueError(f"{_PREFIX}.judge: max_concurrency and max_new_tokens must be >= 1, timeout_s > 0")
+    for key in ("max_concurrency", "max_new_tokens", "max_trace_tokens", "num_engines", "tensor_parallel_size"):
+        if getattr(judge, key) < 1:
+            raise ValueError(f"{_PREFIX}.judge.{key} must be >= 1, got {getattr(judge, key)}")
+    for key in ("retries", "parse_retries"):
+        if getattr(judge, key) < 0:
+            raise ValueError(f"{_PREFIX}.judge.{key} must be >= 0, got {getattr(judge, key)}")
+    if not judge.timeout_s > 0 or judge.backoff_s < 0 or not 0 < judge.gpu_memory_utilization <= 1:
+        raise ValueError(f"{_PREFIX}.judge: timeout_s must be > 0, backoff_s >= 0, gpu_memory_utilization in (0, 1]")
+    if judge.backend in ("transformers", "vllm", "openai") and not judge.model_path:
+        raise ValueError(f"{_PREFIX}.judge.model_path is required for the {judge.backend} backend")
+    if judge.backend == "openai" and not judge.base_url:
+        raise ValueError(f"{_PREFIX}.judge.base_url is required for the openai backend")
     for key in ("sim_tie_rate", "sim_parse_failure_rate"):
         if not 0.0 <= getattr(judge, key) <= 1.0:
             raise ValueError(f"{_PREFIX}.judge.{key} must be in [0, 1], got {getattr(judge, key)!r}")
@@ -143,8 +184,8 @@ def _build(cls, raw: Mapping, prefix: str, **fixed):
 def _coerce(key: str, value: Any, spec: dataclasses.Field) -> Any:
     default = spec.default if spec.default is not dataclasses.MISSING else None
     kind = type(default) if default is not None else None
-    if spec.name == "budget" or spec.name == "model_path":
-        kind = int if spec.name == "budget" else str
+    if spec.name in _OPTIONAL_INT or spec.name in _OPTIONAL_STR:
+        kind = int if spec.name in _OPTIONAL_INT else str
         if value is None:
             return None
     try:

@@ -86,3 +86,30 @@ def make_batch(tokenizer, samples: list[Sample], prompt_length: int = 32, respon
         },
         non_tensors=non_tensor,
     )
+
+
+def build_toy_model(path: Path, seed: int = 0) -> Path:
+    """A tiny Qwen2 causal LM with RANDOM weights beside the toy tokenizer (head_dim 64, which vLLM's CPU backend
+    needs). It generates real tokens through real engines; its verdicts are noise, so it tests plumbing only."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    build_toy_tokenizer(path)
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=64,
+        max_position_embeddings=8192,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=True,
+    )
+    torch.manual_seed(seed)
+    Qwen2ForCausalLM(config).to(torch.float32).save_pretrained(str(path))
+    return path

@@ -182,7 +182,7 @@ def test_judge_errors_become_counted_ties_never_wins():
 
 
 def test_a_hanging_judge_is_cut_by_the_call_timeout():
-    s = settings(judge=JudgeSettings(timeout_s=0.05))
+    s = settings(judge=JudgeSettings(timeout_s=0.05, retries=0, parse_retries=0, backoff_s=0.0))
     verdicts, _ = run(s, group("g", [0.0] * 8), judge=HangingJudge())
     assert all(v.reward == 0.0 and v.judge_failures == 18 for v in verdicts)
 

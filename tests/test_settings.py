@@ -45,6 +45,10 @@ def test_values_are_read_and_typed():
         ({"num_referees": 0}, r"reward\.arena\.num_referees must be >= 1"),
         ({"validation_splits": "test"}, r"reward\.arena\.validation_splits must be a list of strings"),
         ("arena", r"reward\.arena must be a mapping"),
+        ({"judge": {"backend": "transformers"}}, r"reward\.arena\.judge\.model_path is required"),
+        ({"judge": {"backend": "openai", "model_path": "m"}}, r"reward\.arena\.judge\.base_url is required"),
+        ({"judge": {"retries": -1}}, r"reward\.arena\.judge\.retries must be >= 0"),
+        ({"judge": {"gpu_memory_utilization": 1.5}}, r"gpu_memory_utilization in \(0, 1\]"),
     ],
 )
 def test_bad_values_name_the_key(arena, message):

@@ -18,8 +18,10 @@ class Trace:
 
 @dataclass
 class JudgeStats:
-    calls: int = 0
-    failures: int = 0  # calls that gave no usable verdict (parse failure, timeout, error)
+    calls: int = 0  # compare/score calls
+    failures: int = 0  # calls that ended without a usable verdict
+    parse_failures: int = 0  # generations whose verdict could not be parsed (a call may re-ask)
+    errors: int = 0  # generations that raised or timed out
 
 
 @runtime_checkable
@@ -27,10 +29,15 @@ class Judge(Protocol):
     name: str
     stats: JudgeStats
 
-    async def compare(self, problem: str, first: Trace, second: Trace, reference: str | None = None) -> float | None:
-        """1.0 if ``first`` (shown first) is the better trace, 0.0 if ``second`` is, 0.5 for a tie, None if unusable."""
+    async def compare(
+        self, problem: str, first: Trace, second: Trace, reference: str | None = None, *, task: str = "math"
+    ) -> float | None:
+        """1.0 if ``first`` (shown first) is the better trace, 0.0 if ``second`` is, 0.5 for a tie, None if unusable.
+        ``task`` (math, code, generic) picks the prompt."""
         ...
 
-    async def score(self, problem: str, trace: Trace, reference: str | None = None) -> float | None:
+    async def score(
+        self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math"
+    ) -> float | None:
         """Pointwise quality in {0, 0.5, 1}, None if unusable."""
         ...

@@ -19,4 +19,16 @@ def make_judge(settings: JudgeSettings) -> Judge:
             latency_s=settings.sim_latency_s,
             seed=settings.seed,
         )
+    if settings.backend == "transformers":
+        from .transformers_backend import TransformersJudge
+
+        return TransformersJudge(settings)
+    if settings.backend == "openai":
+        from .openai_backend import OpenAIJudge
+
+        return OpenAIJudge(settings)
+    if settings.backend == "vllm":
+        from .vllm_backend import VLLMJudge
+
+        return VLLMJudge(settings)
     raise ValueError(f"reward.arena.judge.backend: unknown backend {settings.backend!r}")

@@ -49,7 +49,9 @@ class SimulatedTraceJudge:
     def quality(self, trace: Trace) -> float:
         return trace.quality_hint if trace.quality_hint is not None else hashed_quality(trace.text, self.seed)
 
-    async def compare(self, problem: str, first: Trace, second: Trace, reference: str | None = None) -> float | None:
+    async def compare(
+        self, problem: str, first: Trace, second: Trace, reference: str | None = None, *, task: str = "math"
+    ) -> float | None:
         u_fail, u_tie, u_win = self.rng.random(3)
         await self._wait()
         self.stats.calls += 1
@@ -61,7 +63,9 @@ class SimulatedTraceJudge:
         margin = self.sharpness * (self.quality(first) - self.quality(second)) + self.position_bias
         return 1.0 if u_win < expit(margin) else 0.0
 
-    async def score(self, problem: str, trace: Trace, reference: str | None = None) -> float | None:
+    async def score(
+        self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math"
+    ) -> float | None:
         u_fail, noise = self.rng.random(), self.rng.normal(scale=0.15)
         await self._wait()
         self.stats.calls += 1

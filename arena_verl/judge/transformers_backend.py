@@ -1,0 +1,54 @@
+"""A judge on a local transformers model (CPU or one GPU): small judges, and tests with a tiny local model.
+
+Generation runs in a worker thread so the referee's event loop stays responsive; one model serves one generation
+at a time (a transformers model is not safe to call from several threads at once)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from ..settings import JudgeSettings
+from .model_judge import ModelJudge
+
+__all__ = ["TransformersJudge", "render_chat"]
+
+
+def render_chat(tokenizer, messages: list[dict]) -> str:
+    """The prompt text: the tokenizer's chat template when it has one, else the messages' contents."""
+    if getattr(tokenizer, "chat_template", None):
+        return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    return "\n\n".join(m["content"] for m in messages) + "\n\n"
+
+
+class TransformersJudge(ModelJudge):
+    name = "transformers"
+
+    def __init__(self, settings: JudgeSettings):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.tokenizer = AutoTokenizer.from_pretrained(settings.model_path)
+        dtype = "auto" if settings.dtype == "auto" else getattr(torch, settings.dtype)
+        self.model = AutoModelForCausalLM.from_pretrained(settings.model_path, dtype=dtype).to(settings.device)
+        self.model.eval()
+        self._model_lock = threading.Lock()
+        super().__init__(settings, count_tokens=lambda text: len(self.tokenizer.encode(text)))
+
+    async def _generate(self, messages: list[dict], temperature: float) -> str:
+        prompt = render_chat(self.tokenizer, messages)
+        return await asyncio.get_running_loop().run_in_executor(None, self._generate_sync, prompt, temperature)
+
+    def _generate_sync(self, prompt: str, temperature: float) -> str:
+        import torch
+
+        inputs = self.tokenizer(prompt, return_tensors="pt").to(self.model.device)
+        sampling = {"do_sample": True, "temperature": temperature, "top_p": self.settings.top_p}
+        with self._model_lock, torch.inference_mode():
+            output = self.model.generate(
+                **inputs,
+                max_new_tokens=self.settings.max_new_tokens,
+                pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+                **(sampling if temperature > 0 else {"do_sample": False}),
+            )
+        return self.tokenizer.decode(output[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
