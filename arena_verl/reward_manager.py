@@ -12,6 +12,7 @@ sends them, ``"session_id"`` (the sample's index within its group) and ``"global
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import inspect
 import logging
@@ -62,7 +63,7 @@ class ArenaRewardManager(RewardManagerBase):
     def __init__(self, config, tokenizer, compute_score=None, reward_router_address=None, reward_model_tokenizer=None,
                  **kwargs):  # fmt: skip
         super().__init__(config, tokenizer, compute_score)
-        self.settings: ArenaSettings = settings_from_config(config)
+        self.settings: ArenaSettings = _with_verl_router(settings_from_config(config), config, reward_router_address)
         custom = config.reward.get("custom_reward_function", {}) or {}
         # verl hands us either the user's function or its own default_compute_score.
         self.user_scorer = compute_score if custom.get("path") else None
@@ -161,6 +162,23 @@ class ArenaRewardManager(RewardManagerBase):
         prompt_ids = item.batch["prompts"]
         prompt_mask = item.batch["attention_mask"][: prompt_ids.shape[-1]].bool()
         return self.tokenizer.decode(prompt_ids[prompt_mask], skip_special_tokens=True)
+
+
+def _with_verl_router(settings: ArenaSettings, config, router_address: str | None) -> ArenaSettings:
+    """``judge.backend=openai judge.base_url=verl``: the judge is the model verl serves (``reward.reward_model.*``),
+    reached through the router address verl hands the reward manager."""
+    judge = settings.judge
+    if judge.backend != "openai" or judge.base_url != "verl":
+        return settings
+    if not router_address:
+        raise ValueError(
+            "reward.arena.judge.base_url=verl needs verl to serve the judge: set reward.reward_model.enable=true "
+            "and reward.reward_model.model_path"
+        )
+    model = judge.model_path or config.reward.reward_model.model_path
+    return dataclasses.replace(
+        settings, judge=dataclasses.replace(judge, base_url=f"http://{router_address}/v1", model_path=model)
+    )
 
 
 def _answer(verified: VerifyResult, verdict: Verdict, validation: bool) -> dict:

@@ -154,10 +154,12 @@ def validate(settings: ArenaSettings) -> None:
             raise ValueError(f"{_PREFIX}.judge.{key} must be >= 0, got {getattr(judge, key)}")
     if not judge.timeout_s > 0 or judge.backoff_s < 0 or not 0 < judge.gpu_memory_utilization <= 1:
         raise ValueError(f"{_PREFIX}.judge: timeout_s must be > 0, backoff_s >= 0, gpu_memory_utilization in (0, 1]")
-    if judge.backend in ("transformers", "vllm", "openai") and not judge.model_path:
+    if judge.backend in ("transformers", "vllm") and not judge.model_path:
         raise ValueError(f"{_PREFIX}.judge.model_path is required for the {judge.backend} backend")
     if judge.backend == "openai" and not judge.base_url:
-        raise ValueError(f"{_PREFIX}.judge.base_url is required for the openai backend")
+        raise ValueError(f"{_PREFIX}.judge.base_url is required for the openai backend ('verl': verl's own router)")
+    if judge.backend == "openai" and judge.base_url != "verl" and not judge.model_path:
+        raise ValueError(f"{_PREFIX}.judge.model_path is required for the openai backend (the served model's name)")
     for key in ("sim_tie_rate", "sim_parse_failure_rate"):
         if not 0.0 <= getattr(judge, key) <= 1.0:
             raise ValueError(f"{_PREFIX}.judge.{key} must be in [0, 1], got {getattr(judge, key)!r}")

@@ -55,3 +55,30 @@ def test_sample_keys_and_math_sources():
     assert reward_manager._is_math("openai/gsm8k", patterns) and reward_manager._is_math("math_dapo", patterns)
     assert not reward_manager._is_math("codecontests", patterns)
     assert reward_manager._is_math("codecontests", ("*",))
+
+
+def test_verl_served_judge_uses_the_router_address():
+    from omegaconf import OmegaConf
+
+    from arena_verl.settings import settings_from_config
+
+    config = OmegaConf.create(
+        {
+            "actor_rollout_ref": {"rollout": {"n": 8}},
+            "reward": {
+                "reward_model": {"model_path": "/models/judge"},
+                "arena": {"judge": {"backend": "openai", "base_url": "verl"}},
+            },
+        }
+    )
+    settings = reward_manager._with_verl_router(settings_from_config(config), config, "127.0.0.1:8000")
+    assert settings.judge.base_url == "http://127.0.0.1:8000/v1" and settings.judge.model_path == "/models/judge"
+    with pytest.raises(ValueError, match="reward.reward_model.enable=true"):
+        reward_manager._with_verl_router(settings_from_config(config), config, None)
+
+
+def test_verl_reward_fn_is_the_verifier():
+    from arena_verl.verl_reward_fn import compute_score
+
+    assert compute_score("anything", "so \\boxed{1/2}", "0.5") == {"score": 1.0, "acc": 1.0}
+    assert compute_score("anything", "no answer", "0.5")["score"] == 0.0

@@ -47,6 +47,7 @@ def test_values_are_read_and_typed():
         ("arena", r"reward\.arena must be a mapping"),
         ({"judge": {"backend": "transformers"}}, r"reward\.arena\.judge\.model_path is required"),
         ({"judge": {"backend": "openai", "model_path": "m"}}, r"reward\.arena\.judge\.base_url is required"),
+        ({"judge": {"backend": "openai", "base_url": "http://x"}}, r"reward\.arena\.judge\.model_path is required"),
         ({"judge": {"retries": -1}}, r"reward\.arena\.judge\.retries must be >= 0"),
         ({"judge": {"gpu_memory_utilization": 1.5}}, r"gpu_memory_utilization in \(0, 1\]"),
     ],

@@ -1,0 +1,26 @@
+"""arena-verl's verifier as a verl ``custom_reward_function``.
+
+Needed in one setup only: when verl itself serves the judge (``reward.reward_model.enable=true``), verl 0.9.1 calls
+a reward manager's ``run_single`` only if ``reward.custom_reward_function.path`` is set (otherwise it scores with
+the reward model directly). Point it here to keep arena-verl's verifier:
+``reward.custom_reward_function.path=pkg://arena_verl.verl_reward_fn reward.custom_reward_function.name=compute_score``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .verify import MathVerifier
+
+__all__ = ["compute_score"]
+
+_VERIFIER: MathVerifier | None = None
+
+
+def compute_score(data_source: str, solution_str: str, ground_truth: Any, extra_info: dict | None = None, **_) -> dict:
+    """math-verify for every data source (this function only exists for math judging setups)."""
+    global _VERIFIER
+    if _VERIFIER is None:
+        _VERIFIER = MathVerifier()
+    result = _VERIFIER.score(solution_str, ground_truth)
+    return {"score": result.score, "acc": result.score}
