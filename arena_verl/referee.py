@@ -201,7 +201,7 @@ class Referee:
             async with self._limiter:
                 try:
                     return await asyncio.wait_for(
-                        self.judge.compare(a.problem, a.trace, b.trace, a.reference, task=a.task),
+                        self.judge.compare(a.problem, a.trace, b.trace, a.reference, task=a.task, group=group.uid),
                         s.judge.call_budget_s,
                     )
                 except asyncio.TimeoutError:
@@ -218,6 +218,7 @@ class Referee:
             two_sided=s.two_sided,
             mirror_augment=s.mirror_augment,
             on_failure=s.on_judge_failure,
+            prefix_aware=s.prefix_aware,
         )
 
     async def _answer(self, group: _Group) -> None:
@@ -275,7 +276,9 @@ class Referee:
             async with self._limiter:
                 try:
                     value = await asyncio.wait_for(
-                        self.judge.score(member.problem, member.trace, member.reference, task=member.task),
+                        self.judge.score(
+                            member.problem, member.trace, member.reference, task=member.task, group=group.uid
+                        ),
                         s.judge.call_budget_s,
                     )
                 except asyncio.TimeoutError:

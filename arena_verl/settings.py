@@ -85,6 +85,7 @@ class ArenaSettings:
     two_sided: bool = False
     mirror_augment: bool = False
     on_judge_failure: str = "tie"
+    prefix_aware: bool = False  # present a batch's shared trace first in all its calls (prefix cache; see README)
     speculative: bool = True  # start the live tournament while every verifier reward so far agrees
     group_deadline_s: float = 900.0  # from a group's first sample; then verifier rewards (counted fallback)
     tournament_timeout_s: float = 600.0  # from group completion; then verifier rewards (counted fallback)

@@ -126,9 +126,10 @@ def test_every_mode_routes_as_documented(mode, diverse_route, uniform_route):
 
 def test_pointwise_rewards_are_judge_scores_and_adaptive_pointwise_is_anchored():
     verdicts, _ = run(settings(mode="pointwise"), group("u", [1.0] * 8))
-    assert {v.reward for v in verdicts} <= {0.0, 0.5, 1.0}
+    assert {v.reward for v in verdicts} <= {0.0, 0.5, 1.0} and {v.fallback for v in verdicts} == {0}
     assert {v.judge_calls for v in verdicts} == {8}
     verdicts, _ = run(settings(mode="adaptive_pointwise", reward_scale=0.4), group("u", [0.0] * 8))
+    assert {v.fallback for v in verdicts} == {0}
     assert {round(v.reward, 6) for v in verdicts} <= {-0.2, 0.0, 0.2}
 
 

@@ -201,3 +201,32 @@ def test_finish_before_every_arrival_is_an_error():
 
     with pytest.raises(ValueError, match="1 of 3"):
         asyncio.run(scenario())
+
+
+def test_prefix_aware_presentation_shares_the_first_trace_within_a_batch():
+    from arena_verl.tournament import present
+
+    rng = np.random.default_rng(0)
+    hub_first = []
+    for _ in range(400):
+        shown = present([(0, 5), (2, 5), (4, 5)], rng, prefix_aware=True)
+        assert sorted(tuple(sorted(p)) for p in shown) == [(0, 5), (2, 5), (4, 5)]
+        firsts = [f for f, _ in shown]
+        assert firsts == sorted(firsts)  # calls with the same first trace are consecutive
+        hub_first.append(all(f == 5 for f in firsts))
+        assert hub_first[-1] or all(s == 5 for _, s in shown)  # the shared trace is first everywhere or nowhere
+    assert 0.42 < np.mean(hub_first) < 0.58
+
+
+def test_prefix_aware_live_tournament_keeps_its_call_count():
+    judge = SimulatedJudge(np.arange(8.0), seed=0)
+    from arena_verl.tournament import Tournament
+
+    async def scenario():
+        tournament = Tournament(8, judge, "live", prefix_aware=True)
+        for _ in range(8):
+            tournament.add()
+            await tournament.settle()
+        return await tournament.finish()
+
+    assert asyncio.run(scenario()).judge_calls == 18

@@ -155,6 +155,7 @@ def test_modes_through_the_real_reward_loop(manager_factory, tokenizer, mode):
     expected_routed = {"rlvr": [0, 0], "tournament_all": [1, 1], "pointwise": [1, 1], "adaptive_pointwise": [0, 1]}
     assert set(routed[:8]) == {float(expected_routed[mode][0])}
     assert set(routed[8:]) == {float(expected_routed[mode][1])}
+    assert set(out.non_tensor_batch["arena/fallback"]) == {0.0}
     if mode == "rlvr":
         np.testing.assert_array_equal(scores, out.non_tensor_batch["arena/verifier_reward"])
 

@@ -30,14 +30,21 @@ class Judge(Protocol):
     stats: JudgeStats
 
     async def compare(
-        self, problem: str, first: Trace, second: Trace, reference: str | None = None, *, task: str = "math"
+        self,
+        problem: str,
+        first: Trace,
+        second: Trace,
+        reference: str | None = None,
+        *,
+        task: str = "math",
+        group: str | None = None,
     ) -> float | None:
         """1.0 if ``first`` (shown first) is the better trace, 0.0 if ``second`` is, 0.5 for a tie, None if unusable.
-        ``task`` (math, code, generic) picks the prompt."""
+        ``task`` (math, code, generic) picks the prompt; calls with the same ``group`` may share a prompt prefix."""
         ...
 
     async def score(
-        self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math"
+        self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math", group: str | None = None
     ) -> float | None:
         """Pointwise quality in {0, 0.5, 1}, None if unusable."""
         ...

@@ -10,12 +10,14 @@ from collections.abc import Callable
 
 from ..settings import JudgeSettings
 from .base import JudgeStats, Trace
-from .prompts import build_pairwise_messages, build_pointwise_messages
+from .prompts import build_pairwise_messages, build_pointwise_messages, new_delimiter
 from .verdict import VERDICT_OUTCOME, parse_score, parse_verdict
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["ModelJudge", "PermanentJudgeError"]
+
+_DELIMITER_CACHE = 10_000
 
 
 class PermanentJudgeError(RuntimeError):
@@ -38,12 +40,30 @@ class ModelJudge:
         self.stats = JudgeStats()
         self.count_tokens = count_tokens
         self._limiter = asyncio.Semaphore(settings.max_concurrency)
+        self._delimiters: dict[str, str] = {}
 
     async def _generate(self, messages: list[dict], temperature: float) -> str:
         raise NotImplementedError
 
+    def delimiter(self, group: str | None) -> str | None:
+        """One random delimiter per group (None: a fresh one per call), so a group's calls share their prefix."""
+        if group is None:
+            return None
+        tag = self._delimiters.pop(group, None) or new_delimiter()
+        self._delimiters[group] = tag  # most recently used last
+        while len(self._delimiters) > _DELIMITER_CACHE:
+            self._delimiters.pop(next(iter(self._delimiters)))
+        return tag
+
     async def compare(
-        self, problem: str, first: Trace, second: Trace, reference: str | None = None, *, task: str = "math"
+        self,
+        problem: str,
+        first: Trace,
+        second: Trace,
+        reference: str | None = None,
+        *,
+        task: str = "math",
+        group: str | None = None,
     ) -> float | None:
         messages = build_pairwise_messages(
             problem,
@@ -53,12 +73,13 @@ class ModelJudge:
             template=self.settings.pairwise_template or task,
             max_trace_tokens=self.settings.max_trace_tokens,
             count_tokens=self.count_tokens,
+            delimiter=self.delimiter(group),
         )
         verdict = await self._ask(messages, parse_verdict)
         return None if verdict is None else VERDICT_OUTCOME[verdict]
 
     async def score(
-        self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math"
+        self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math", group: str | None = None
     ) -> float | None:
         messages = build_pointwise_messages(
             problem,
@@ -67,6 +88,7 @@ class ModelJudge:
             template=self.settings.pointwise_template,
             max_trace_tokens=self.settings.max_trace_tokens,
             count_tokens=self.count_tokens,
+            delimiter=self.delimiter(group),
         )
         return await self._ask(messages, parse_score)
 

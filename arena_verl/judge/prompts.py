@@ -10,7 +10,8 @@ Trace hygiene, applied to every trace before it is shown:
 - long traces keep their head and tail within a token budget, with a visible ``[... N characters omitted ...]``;
 - verdict-like tokens (``[[A]]``, ``[[TIE]]``, ``[[1]]``), ``<think>`` tags and the templates' section headers are
   neutralised, so a trace can neither cast a verdict nor fake the prompt's structure;
-- each call wraps traces in ``<trace-XXXXXXXXXXXXXXXX>`` tags with a fresh random suffix, which a trace cannot guess.
+- traces are wrapped in ``<trace-XXXXXXXXXXXXXXXX>`` tags with a random suffix a trace cannot guess: fresh per call
+  by default, one per group when the referee asks (so that a group's calls share a cacheable prompt prefix).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "load_template",
     "TEMPLATES",
     "task_of",
+    "new_delimiter",
 ]
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
@@ -108,6 +110,12 @@ def sanitize_trace(text: str | bytes, max_tokens: int = 4096, count_tokens: Call
     return text if text.strip() else "(empty response)"
 
 
+def new_delimiter() -> str:
+    """A random tag name for the markers around traces. It is drawn by the referee after the policy wrote the traces
+    and never shown to the policy, so no trace can close or forge it."""
+    return f"trace-{secrets.token_hex(8)}"
+
+
 def _fill(template: str, values: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
 
@@ -127,12 +135,15 @@ def build_pairwise_messages(
     template: str | None = None,
     max_trace_tokens: int = 4096,
     count_tokens: Callable[[str], int] | None = None,
+    delimiter: str | None = None,
 ) -> list[dict]:
     """Chat messages asking a judge which of two traces is better; ``first_trace`` is shown as A.
 
     ``template`` is a built-in name or a file path (default ``math``). ``reference`` is shown only when given.
+    ``delimiter`` is the random tag around the traces: fresh per call by default; the referee passes one per group
+    (see :func:`new_delimiter`) so that the calls of a group share a cacheable prefix.
     """
-    tag = f"trace-{secrets.token_hex(8)}"
+    tag = delimiter or new_delimiter()
     values = {
         "problem": sanitize_trace(problem, max_trace_tokens, count_tokens),
         "first": sanitize_trace(first_trace, max_trace_tokens, count_tokens),
@@ -152,12 +163,13 @@ def build_pointwise_messages(
     template: str | None = None,
     max_trace_tokens: int = 4096,
     count_tokens: Callable[[str], int] | None = None,
+    delimiter: str | None = None,
 ) -> list[dict]:
     """Chat messages asking a judge to grade one trace 0, 0.5 or 1."""
     values = {
         "problem": sanitize_trace(problem, max_trace_tokens, count_tokens),
         "trace": sanitize_trace(trace, max_trace_tokens, count_tokens),
-        "tag": f"trace-{secrets.token_hex(8)}",
+        "tag": delimiter or new_delimiter(),
         "reference_block": _reference_block(reference),
         "first": "",
         "second": "",

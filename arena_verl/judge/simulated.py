@@ -50,7 +50,14 @@ class SimulatedTraceJudge:
         return trace.quality_hint if trace.quality_hint is not None else hashed_quality(trace.text, self.seed)
 
     async def compare(
-        self, problem: str, first: Trace, second: Trace, reference: str | None = None, *, task: str = "math"
+        self,
+        problem: str,
+        first: Trace,
+        second: Trace,
+        reference: str | None = None,
+        *,
+        task: str = "math",
+        group: str | None = None,
     ) -> float | None:
         u_fail, u_tie, u_win = self.rng.random(3)
         await self._wait()
@@ -64,7 +71,7 @@ class SimulatedTraceJudge:
         return 1.0 if u_win < expit(margin) else 0.0
 
     async def score(
-        self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math"
+        self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math", group: str | None = None
     ) -> float | None:
         u_fail, noise = self.rng.random(), self.rng.normal(scale=0.15)
         await self._wait()

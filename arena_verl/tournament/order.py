@@ -7,6 +7,7 @@ measure and remove the bias, judge both orders (``two_sided``) or fit the order 
 
 from __future__ import annotations
 
+import collections
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -27,13 +28,36 @@ def mirror(comparisons: Iterable[Sequence[float]]) -> list[tuple[int, int, float
 
 
 def present(
-    pairs: Iterable[tuple[int, int]], rng: np.random.Generator, two_sided: bool = False
+    pairs: Iterable[tuple[int, int]],
+    rng: np.random.Generator,
+    two_sided: bool = False,
+    prefix_aware: bool = False,
 ) -> list[tuple[int, int]]:
-    """Presentation orders for unordered pairs: a seeded coin flip each, or both orders when ``two_sided``."""
-    shown: list[tuple[int, int]] = []
-    for a, b in pairs:
-        if two_sided:
-            shown.extend([(a, b), (b, a)])
-        else:
-            shown.append((a, b) if rng.random() < 0.5 else (b, a))
+    """Presentation orders for unordered pairs judged together.
+
+    Default: a seeded coin flip per pair. ``two_sided``: both orders of every pair. ``prefix_aware``: one coin flip
+    for the whole batch decides whether the batch's most frequent trace (a live arrival, which plays all of its
+    batch) is shown first in all of its pairs, and calls that show the same first trace are put next to each other,
+    so that an engine's prefix cache serves the shared head (instructions, problem, first trace) once. The bias of
+    each call is still randomised, but the calls of a batch share it: fit ``order_effect`` or judge ``two_sided``
+    when that matters.
+    """
+    pairs = list(pairs)
+    if two_sided:
+        shown = [order for a, b in pairs for order in ((a, b), (b, a))]
+    elif not prefix_aware:
+        shown = [(a, b) if rng.random() < 0.5 else (b, a) for a, b in pairs]
+    else:
+        counts = collections.Counter(item for pair in pairs for item in pair)
+        hub = max(counts, key=lambda item: (counts[item], item)) if counts else None
+        hub_first = rng.random() < 0.5
+        shown = []
+        for a, b in pairs:
+            if hub in (a, b):
+                other = b if a == hub else a
+                shown.append((hub, other) if hub_first else (other, hub))
+            else:
+                shown.append((a, b) if rng.random() < 0.5 else (b, a))
+    if prefix_aware:
+        shown.sort(key=lambda pair: pair[0])  # stable: same first trace, consecutive calls
     return shown

@@ -148,6 +148,7 @@ class Tournament:
         mirror_augment: bool = False,
         on_failure: str = "tie",
         max_concurrency: int | None = None,
+        prefix_aware: bool = False,
     ):
         if on_failure not in FAILURE_POLICIES:
             raise ValueError(f"on_failure must be one of {FAILURE_POLICIES}, got {on_failure!r}")
@@ -161,6 +162,7 @@ class Tournament:
         self._judge = judge
         self._limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         self._two_sided, self._mirror, self._on_failure = two_sided, mirror_augment, on_failure
+        self._prefix_aware = prefix_aware
         self._l2, self._order_effect = l2, order_effect
         self._verdicts: list[tuple[int, int, int, float | None]] = []  # (call number, first, second, outcome)
         self._inflight: set[asyncio.Task] = set()
@@ -230,7 +232,7 @@ class Tournament:
         if not pairs:
             return
         self._rounds_after_last += 1
-        for first, second in present(pairs, self._rng, self._two_sided):
+        for first, second in present(pairs, self._rng, self._two_sided, self._prefix_aware):
             number = self.judge_calls
             self.judge_calls += 1
             task = asyncio.ensure_future(self._judge_one(number, first, second))
