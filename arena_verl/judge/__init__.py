@@ -7,6 +7,19 @@ never raises for a bad verdict: failures are ``None`` and are counted by the cal
 
 from .base import Judge, JudgeStats, Trace
 from .factory import make_judge
+from .prompts import build_pairwise_messages, build_pointwise_messages, sanitize_trace
 from .simulated import SimulatedTraceJudge
+from .verdict import parse_score, parse_verdict
 
-__all__ = ["Judge", "JudgeStats", "Trace", "SimulatedTraceJudge", "make_judge"]
+__all__ = [
+    "Judge",
+    "JudgeStats",
+    "Trace",
+    "SimulatedTraceJudge",
+    "build_pairwise_messages",
+    "build_pointwise_messages",
+    "make_judge",
+    "parse_score",
+    "parse_verdict",
+    "sanitize_trace",
+]
