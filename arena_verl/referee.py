@@ -97,6 +97,7 @@ class _Group:
         self.futures: list[asyncio.Future] = []
         self.index_of: dict[str, int] = {}
         self.content: dict[str, int] = {}
+        self.received = 0
         self.tournament: Tournament | None = None
         self.speculative_calls = 0
         self.complete = False
@@ -130,11 +131,11 @@ class Referee:
         if sub.sample_key in group.index_of:
             self._count(sub.step, "duplicates")
             return await asyncio.shield(group.futures[group.index_of[sub.sample_key]])
-        if len(group.members) >= group.size and sub.content_key is not None and sub.content_key in group.content:
+        if group.received >= group.size and sub.content_key is not None and sub.content_key in group.content:
             # verl's batch path pads a batch with copies of its first rows: answer a copy like its original.
             self._count(sub.step, "duplicates")
             return await asyncio.shield(group.futures[group.content[sub.content_key]])
-        if len(group.members) >= group.size:
+        if group.received >= group.size:
             self._count(sub.step, "fallback_overflow")
             return Verdict(reward=sub.verifier_reward, fallback=FALLBACK_OVERFLOW)
         if group.answered:
@@ -143,6 +144,7 @@ class Referee:
 
         index = len(group.members)
         group.members.append(sub)
+        group.received += 1
         group.index_of[sub.sample_key] = index
         if sub.content_key is not None:
             group.content.setdefault(sub.content_key, index)
@@ -331,10 +333,13 @@ class Referee:
             if not future.done():
                 future.set_result(verdict)
         self._groups.pop(group.uid, None)
+        self._record_group(group, verdicts, route, uniform)
+        # Remember the answered group for duplicates and late samples, without its traces (a long run answers
+        # millions of groups).
+        group.members, group.tournament = [], None
         self._recent[group.uid] = group
         while len(self._recent) > _RECENT_GROUPS:
             self._recent.popitem(last=False)
-        self._record_group(group, verdicts, route, uniform)
 
     def _record_group(self, group: _Group, verdicts: list[Verdict], route: int, uniform: bool) -> None:
         step = group.members[0].step if group.members else None

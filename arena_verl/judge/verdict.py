@@ -32,22 +32,19 @@ def strip_reasoning(raw: str) -> str | None:
 
 def parse_verdict(raw_judge_output: str) -> str | None:
     """``"A"``, ``"B"`` or ``"TIE"`` from the judge's last verdict token after its reasoning; None if there is none."""
-    if not isinstance(raw_judge_output, str):
-        return None
-    answer = strip_reasoning(raw_judge_output)
-    if answer is None:
-        return None
-    return _last_line_token(answer, _PAIRWISE, str.upper)
+    return _parse(raw_judge_output, _PAIRWISE, str.upper)
 
 
 def parse_score(raw_judge_output: str) -> float | None:
     """0.0, 0.5 or 1.0 from the judge's last score token after its reasoning; None if there is none."""
-    if not isinstance(raw_judge_output, str):
+    return _parse(raw_judge_output, _POINTWISE, float)
+
+
+def _parse(raw: str, pattern: re.Pattern, convert):
+    if not isinstance(raw, str):
         return None
-    answer = strip_reasoning(raw_judge_output)
-    if answer is None:
-        return None
-    return _last_line_token(answer, _POINTWISE, float)
+    answer = strip_reasoning(raw)
+    return None if answer is None else _last_line_token(answer, pattern, convert)
 
 
 def _last_line_token(answer: str, pattern: re.Pattern, convert):
