@@ -237,3 +237,19 @@ def test_padding_copies_after_a_full_group_get_their_originals_answer():
     assert verdicts[8] == verdicts[2] and verdicts[8].fallback == 0
     # Identical responses inside one group are separate samples: the group completes and is judged.
     assert all(v.route == ROUTE_TOURNAMENT and v.fallback == 0 for v in verdicts[9:])
+
+
+def test_answered_groups_are_remembered_without_their_traces():
+    async def scenario():
+        referee = Referee(settings(), SimulatedTraceJudge(seed=0))
+        members = group("g", [0.0] * 8)
+        verdicts = await asyncio.gather(*(referee.submit(m) for m in members))
+        await referee.drain()
+        again = await referee.submit(members[5])
+        extra = await referee.submit(dataclasses.replace(members[0], sample_key="new"))
+        return verdicts, again, extra, referee
+
+    verdicts, again, extra, referee = asyncio.run(scenario())
+    assert again == verdicts[5]
+    assert extra.fallback == FALLBACK_OVERFLOW
+    assert referee._recent["g"].members == [] and referee._recent["g"].tournament is None
