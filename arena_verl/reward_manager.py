@@ -68,7 +68,6 @@ class ArenaRewardManager(RewardManagerBase):
         # verl hands us either the user's function or its own default_compute_score.
         self.user_scorer = compute_score if custom.get("path") else None
         self.default_scorer = compute_score
-        self.reward_router_address = reward_router_address
 
     @classmethod
     def init_class(cls, config, tokenizer):
