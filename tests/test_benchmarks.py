@@ -36,3 +36,10 @@ def test_fit_throughput_benchmark_compares_three_fits():
     ]
     # choix fits the same objective: the answers agree.
     assert float(lines[1].split("|")[-2]) < 1e-4
+
+
+def test_referee_throughput_benchmark_runs():
+    out = run_script("scripts/bench/referee.py", "--prompts", "4", "--n", "4", "--shards", "1,2")
+    rows = [line for line in out.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
+    assert len(rows) == 2
+    assert all(line.split("|")[2].strip() == "16" and line.split("|")[3].strip() == "2" for line in rows)

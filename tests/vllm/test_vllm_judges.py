@@ -118,3 +118,13 @@ def test_openai_judge_against_vllm_serve(vllm_server):
     assert isinstance(raw, str)
     assert outcomes == [None] * 4 and score is None
     assert judge.stats.errors == 0 and judge.stats.failures == 5 and judge.stats.parse_failures == 10
+
+
+def test_judge_throughput_benchmark_runs_against_the_engine():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    command = ["scripts/bench/judge.py", "--groups", "1", "--repeats", "1", "--n", "4", "--trace-words", "50"]
+    out = subprocess.run([sys.executable, *command], cwd=root, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [line for line in out.stdout.splitlines() if line.startswith("| live") or line.startswith("| round_robin")]
+    assert [line.split("|")[3].strip() for line in rows] == ["6", "6", "6", "6"]  # N=4: live == round robin
+    assert "prefix-aware ordering speed-up" in out.stdout
