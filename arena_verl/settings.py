@@ -7,6 +7,7 @@ or an unknown key is a ``ValueError`` that names the full key (``reward.arena.st
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,8 +19,6 @@ __all__ = ["MODES", "JUDGE_BACKENDS", "JudgeSettings", "ArenaSettings", "setting
 MODES = ("rlvr", "pointwise", "tournament_all", "adaptive_pointwise", "arena")
 JUDGE_BACKENDS = ("simulated", "transformers", "openai", "vllm")
 _PREFIX = "reward.arena"
-_OPTIONAL_INT = ("budget", "max_model_len")
-_OPTIONAL_STR = ("model_path", "pairwise_template", "base_url")
 
 
 @dataclass(frozen=True)
@@ -172,50 +171,40 @@ def _one_of(key: str, value: Any, allowed: tuple[str, ...]) -> None:
 
 
 def _build(cls, raw: Mapping, prefix: str, **fixed):
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(raw) - set(fields) - set(fixed))
+    hints = typing.get_type_hints(cls)
+    unknown = sorted(set(raw) - set(hints) - set(fixed))
     if unknown:
-        raise ValueError(f"{prefix}.{unknown[0]} is not a known key; known keys: {sorted(fields)}")
+        raise ValueError(f"{prefix}.{unknown[0]} is not a known key; known keys: {sorted(hints)}")
     values = dict(fixed)
     for name, value in raw.items():
-        if value is None and fields[name].default is not None:
-            continue  # an explicit null keeps the default
-        values[name] = _coerce(f"{prefix}.{name}", value, fields[name])
-    return cls(**values)
+        values[name] = _coerce(f"{prefix}.{name}", value, hints[name])
+    return cls(**{k: v for k, v in values.items() if v is not _DEFAULT})
 
 
-def _coerce(key: str, value: Any, spec: dataclasses.Field) -> Any:
-    default = spec.default if spec.default is not dataclasses.MISSING else None
-    kind = type(default) if default is not None else None
-    if spec.name in _OPTIONAL_INT or spec.name in _OPTIONAL_STR:
-        kind = int if spec.name in _OPTIONAL_INT else str
-        if value is None:
-            return None
-    try:
-        if kind is bool:
-            if not isinstance(value, bool):
-                raise TypeError
-            return value
-        if kind is int:
-            if isinstance(value, bool) or float(value) != int(value):
-                raise TypeError
-            return int(value)
-        if kind is float:
-            if isinstance(value, bool):
-                raise TypeError
-            return float(value)
-        if kind is str:
-            if not isinstance(value, str):
-                raise TypeError
-            return value
-        if kind is tuple:
-            if isinstance(value, str) or not all(isinstance(v, str) for v in value):
-                raise TypeError
+_DEFAULT = object()
+
+
+def _coerce(key: str, value: Any, hint: Any) -> Any:
+    """``value`` as the field's annotated type; null means None for optional fields and the default otherwise."""
+    args = typing.get_args(hint)
+    optional = type(None) in args
+    if value is None:
+        return None if optional else _DEFAULT
+    kind = next(a for a in args if a is not type(None)) if optional else hint
+    if typing.get_origin(kind) is tuple:  # tuple[str, ...]
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
             return tuple(value)
-    except (TypeError, ValueError):
-        expected = "list of strings" if kind is tuple else getattr(kind, "__name__", "value")
-        raise ValueError(f"{key} must be a {expected}, got {value!r}") from None
-    return value
+        raise ValueError(f"{key} must be a list of strings, got {value!r}")
+    ok = {
+        bool: isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool)
+        or isinstance(value, float) and value.is_integer(),
+        float: isinstance(value, (int, float)) and not isinstance(value, bool),
+        str: isinstance(value, str),
+    }.get(kind, True)
+    if not ok:
+        raise ValueError(f"{key} must be a {kind.__name__}, got {value!r}")
+    return kind(value) if kind in (int, float) else value
 
 
 def _select(config: Any, dotted: str) -> Any:

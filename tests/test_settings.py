@@ -60,3 +60,14 @@ def test_bad_values_name_the_key(arena, message):
 def test_missing_rollout_n_is_an_error():
     with pytest.raises(ValueError, match="actor_rollout_ref.rollout.n"):
         settings_from_config(OmegaConf.create({"reward": {"arena": {}}}))
+
+
+def test_nulls_and_numbers():
+    s = settings_from_config(
+        config({"budget": None, "mode": None, "num_referees": 2.0, "judge": {"max_model_len": None}})
+    )
+    assert s.budget is None and s.mode == "arena" and s.num_referees == 2 and s.judge.max_model_len is None
+    with pytest.raises(ValueError, match=r"reward\.arena\.num_referees must be a int"):
+        settings_from_config(config({"num_referees": 2.5}))
+    with pytest.raises(ValueError, match=r"reward\.arena\.l2 must be a float"):
+        settings_from_config(config({"l2": True}))
