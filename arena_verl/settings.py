@@ -203,7 +203,7 @@ def _coerce(key: str, value: Any, hint: Any) -> Any:
         str: isinstance(value, str),
     }.get(kind, True)
     if not ok:
-        raise ValueError(f"{key} must be a {kind.__name__}, got {value!r}")
+        raise ValueError(f"{key} must be of type {kind.__name__}, got {value!r}")
     return kind(value) if kind in (int, float) else value
 
 

@@ -38,8 +38,8 @@ def test_values_are_read_and_typed():
         ({"judge": {"temprature": 1}}, r"reward\.arena\.judge\.temprature is not a known key"),
         ({"l2": 0}, r"reward\.arena\.l2 must be > 0"),
         ({"reward_scale": -1}, r"reward\.arena\.reward_scale must be >= 0"),
-        ({"group_deadline_s": "soon"}, r"reward\.arena\.group_deadline_s must be a float"),
-        ({"speculative": "yes"}, r"reward\.arena\.speculative must be a bool"),
+        ({"group_deadline_s": "soon"}, r"reward\.arena\.group_deadline_s must be of type float"),
+        ({"speculative": "yes"}, r"reward\.arena\.speculative must be of type bool"),
         ({"budget": 10, "strategy": "live"}, r"reward\.arena\.budget applies to the budgeted"),
         ({"budget": 3, "strategy": "info_gain"}, r"cannot connect a group of 8"),
         ({"num_referees": 0}, r"reward\.arena\.num_referees must be >= 1"),
@@ -67,7 +67,7 @@ def test_nulls_and_numbers():
         config({"budget": None, "mode": None, "num_referees": 2.0, "judge": {"max_model_len": None}})
     )
     assert s.budget is None and s.mode == "arena" and s.num_referees == 2 and s.judge.max_model_len is None
-    with pytest.raises(ValueError, match=r"reward\.arena\.num_referees must be a int"):
+    with pytest.raises(ValueError, match=r"reward\.arena\.num_referees must be of type int"):
         settings_from_config(config({"num_referees": 2.5}))
-    with pytest.raises(ValueError, match=r"reward\.arena\.l2 must be a float"):
+    with pytest.raises(ValueError, match=r"reward\.arena\.l2 must be of type float"):
         settings_from_config(config({"l2": True}))
