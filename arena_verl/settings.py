@@ -197,8 +197,7 @@ def _coerce(key: str, value: Any, hint: Any) -> Any:
         raise ValueError(f"{key} must be a list of strings, got {value!r}")
     ok = {
         bool: isinstance(value, bool),
-        int: isinstance(value, int) and not isinstance(value, bool)
-        or isinstance(value, float) and value.is_integer(),
+        int: isinstance(value, int) and not isinstance(value, bool) or isinstance(value, float) and value.is_integer(),
         float: isinstance(value, (int, float)) and not isinstance(value, bool),
         str: isinstance(value, str),
     }.get(kind, True)

@@ -143,16 +143,8 @@ def build_pairwise_messages(
     ``delimiter`` is the random tag around the traces: fresh per call by default; the referee passes one per group
     (see :func:`new_delimiter`) so that the calls of a group share a cacheable prefix.
     """
-    tag = delimiter or new_delimiter()
-    values = {
-        "problem": sanitize_trace(problem, max_trace_tokens, count_tokens),
-        "first": sanitize_trace(first_trace, max_trace_tokens, count_tokens),
-        "second": sanitize_trace(second_trace, max_trace_tokens, count_tokens),
-        "tag": tag,
-        "reference_block": _reference_block(reference),
-        "trace": "",
-    }
-    return [{"role": "user", "content": _fill(load_template(template or "math"), values)}]
+    texts = {"problem": problem, "first": first_trace, "second": second_trace}
+    return _messages(template or "math", texts, reference, max_trace_tokens, count_tokens, delimiter)
 
 
 def build_pointwise_messages(
@@ -166,12 +158,13 @@ def build_pointwise_messages(
     delimiter: str | None = None,
 ) -> list[dict]:
     """Chat messages asking a judge to grade one trace 0, 0.5 or 1."""
-    values = {
-        "problem": sanitize_trace(problem, max_trace_tokens, count_tokens),
-        "trace": sanitize_trace(trace, max_trace_tokens, count_tokens),
-        "tag": delimiter or new_delimiter(),
-        "reference_block": _reference_block(reference),
-        "first": "",
-        "second": "",
-    }
-    return [{"role": "user", "content": _fill(load_template(template or "pointwise"), values)}]
+    texts = {"problem": problem, "trace": trace}
+    return _messages(template or "pointwise", texts, reference, max_trace_tokens, count_tokens, delimiter)
+
+
+def _messages(template, texts, reference, max_trace_tokens, count_tokens, delimiter) -> list[dict]:
+    values = dict.fromkeys(("problem", "first", "second", "trace"), "")
+    values.update({name: sanitize_trace(text, max_trace_tokens, count_tokens) for name, text in texts.items()})
+    values["tag"] = delimiter or new_delimiter()
+    values["reference_block"] = _reference_block(reference)
+    return [{"role": "user", "content": _fill(load_template(template), values)}]
