@@ -21,17 +21,17 @@ __all__ = ["install_tracking_hook", "ArenaMetricsReader"]
 
 
 class ArenaMetricsReader:
-    """Sums the counters of every referee shard and returns what changed since the last read."""
+    """Reads every referee shard's counters and returns what changed since the last read, summed over shards."""
 
     def __init__(self, settings: ArenaSettings, timeout_s: float = 10.0):
         self.settings = settings
         self.timeout_s = timeout_s
-        self._previous: dict[str, float] = {key: 0.0 for key in COUNTERS}
+        self._previous: dict[int, dict[str, float]] = {}
 
     def step_metrics(self) -> dict[str, float]:
         import ray
 
-        totals = {key: 0.0 for key in COUNTERS}
+        delta = {key: 0.0 for key in COUNTERS}
         for shard in range(self.settings.num_referees):
             try:
                 actor = ray.get_actor(f"{self.settings.referee_name}_{shard}")
@@ -39,12 +39,13 @@ class ArenaMetricsReader:
             except Exception as exc:  # noqa: BLE001  (no referee yet, or unreachable: no metrics, no failure)
                 logger.debug("arena metrics: referee shard %d unavailable: %r", shard, exc)
                 continue
+            now = {key: float(shard_metrics.get(f"arena/{key}", 0.0)) for key in COUNTERS}
+            before = self._previous.get(shard, {})
+            if any(now[key] < before.get(key, 0.0) for key in COUNTERS):
+                before = {}  # this referee restarted: its counters began again
             for key in COUNTERS:
-                totals[key] += shard_metrics.get(f"arena/{key}", 0.0)
-        if any(totals[key] < self._previous[key] for key in COUNTERS):
-            self._previous = {key: 0.0 for key in COUNTERS}  # a referee restarted: its counters began again
-        delta = {key: totals[key] - self._previous[key] for key in COUNTERS}
-        self._previous = totals
+                delta[key] += now[key] - before.get(key, 0.0)
+            self._previous[shard] = now
         return derive_metrics(delta)
 
 

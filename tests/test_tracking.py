@@ -1,0 +1,47 @@
+"""The tracker reader: per-step deltas summed over shards, a restarted referee, an unreachable one."""
+
+import ray
+
+from arena_verl import tracking
+from arena_verl.settings import ArenaSettings
+
+
+class FakeActor:
+    def __init__(self, values):
+        self.values = values
+        self.metrics = self
+
+    def remote(self):
+        return self.values.pop(0)
+
+
+def test_step_metrics_are_deltas_over_shards_and_survive_a_restart(monkeypatch):
+    routed = {"arena/groups_routed": 2.0}
+    shard0 = FakeActor([{"arena/groups": 4.0, **routed}, {"arena/groups": 10.0, **routed}, {"arena/groups": 1.0}])
+    shard1 = FakeActor([{"arena/groups": 1.0}, {"arena/groups": 2.0}, {"arena/groups": 4.0}])
+    actors = {"arena_referee_0": shard0, "arena_referee_1": shard1}
+    monkeypatch.setattr(ray, "get_actor", lambda name: actors[name])
+    monkeypatch.setattr(ray, "get", lambda value, timeout=None: value)
+    reader = tracking.ArenaMetricsReader(ArenaSettings(group_size=8, num_referees=2))
+    first, second, third = (reader.step_metrics() for _ in range(3))
+    assert first["arena/groups"] == 5 and first["arena/alpha_routed"] == 0.4
+    assert second["arena/groups"] == 7  # (10 + 2) - (4 + 1)
+    assert third["arena/groups"] == 3  # shard 0 restarted (its counters began again: 1), shard 1 moved on by 2
+
+
+def test_an_unreachable_referee_gives_zero_metrics_not_an_error(monkeypatch):
+    def missing(name):
+        raise ValueError(f"no actor {name}")
+
+    monkeypatch.setattr(ray, "get_actor", missing)
+    metrics = tracking.ArenaMetricsReader(ArenaSettings(group_size=8)).step_metrics()
+    assert metrics["arena/groups"] == 0 and metrics["arena/alpha_routed"] == 0
+
+
+def test_reader_only_for_the_arena_manager_with_metrics_on():
+    base = {"actor_rollout_ref": {"rollout": {"n": 8}}}
+    assert tracking.reader_from_config({**base, "reward": {"reward_manager": {"name": "naive"}}}) is None
+    arena = {**base, "reward": {"reward_manager": {"name": "arena"}, "arena": {}}}
+    assert isinstance(tracking.reader_from_config(arena), tracking.ArenaMetricsReader)
+    off = {**base, "reward": {"reward_manager": {"name": "arena"}, "arena": {"log_metrics": False}}}
+    assert tracking.reader_from_config(off) is None
