@@ -43,7 +43,8 @@ FALLBACK_REASONS = {
     5: "late",  # arrived after its group was answered
 }
 FALLBACK_DEADLINE, FALLBACK_JUDGE_ERROR, FALLBACK_REFEREE_LOST, FALLBACK_OVERFLOW, FALLBACK_LATE = 1, 2, 3, 4, 5
-_RECENT_GROUPS = 50_000
+_RECENT_GROUPS = 20_000  # answered groups remembered (without traces) for duplicates and late samples
+_STEPS_KEPT = 512  # per-step counters kept for metrics(step)
 # Every metrics() answer carries these counters (0 when nothing happened), so tracker series stay aligned.
 COUNTERS = (
     "samples",
@@ -103,7 +104,6 @@ class _Group:
         self.complete = False
         self.answered = False
         self.deadline: asyncio.TimerHandle | None = None
-        self.verdicts: list[Verdict] = []
 
     def rewards(self) -> list[float]:
         return [m.verifier_reward for m in self.members]
@@ -326,7 +326,6 @@ class Referee:
 
     def _deliver(self, group: _Group, verdicts: list[Verdict], route: int, uniform: bool) -> None:
         group.answered = True
-        group.verdicts = verdicts
         if group.deadline is not None:
             group.deadline.cancel()
         for future, verdict in zip(group.futures, verdicts):
@@ -364,6 +363,8 @@ class Referee:
         self._counters[key] += amount
         if step is not None:
             self._step_counters[step][key] += amount
+            if len(self._step_counters) > _STEPS_KEPT:
+                del self._step_counters[min(self._step_counters)]
 
     def _spawn(self, coroutine) -> None:
         task = asyncio.ensure_future(coroutine)
