@@ -211,8 +211,10 @@ def test_bad_input_still_gets_a_reward(manager_factory, tokenizer):
 
     assert info[0]["arena/verify_status"] == STATUSES.index("empty") and info[0]["arena/verifier_reward"] == 0
     assert info[1]["arena/verify_status"] == STATUSES.index("error") and info[1]["arena/verifier_reward"] == 0
-    # Nine distinct samples for a group of eight: whichever arrives last overflows and keeps its verifier reward.
-    assert [i["arena/fallback"] for i in info].count(4) == 1
+    # Nine distinct samples for a group of eight: whichever arrives last overflows and keeps its verifier reward
+    # (when that is session 3, both of its copies get that answer).
+    overflowed = {samples[k].session_id for k, i in enumerate(info) if i["arena/fallback"] == 4}
+    assert len(overflowed) == 1
     assert results[9] == results[3]  # the same sample twice gets the same answer
     assert all(np.isfinite(r["reward_score"]) for r in results)
 
