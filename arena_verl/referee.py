@@ -183,10 +183,7 @@ class Referee:
         if not s.speculative or s.mode not in ("arena", "tournament_all"):
             return
         if s.mode == "arena" and not is_uniform(group.rewards(), s.diversity_tol):
-            if group.tournament is not None:  # the group turned out diverse: stop judging it
-                group.tournament.cancel()
-                group.speculative_calls = group.tournament.judge_calls
-                group.tournament = None
+            self._stop_judging(group)  # the group turned out diverse
             return
         if group.tournament is None:
             if len(group.members) > 1 and s.mode == "arena":
@@ -195,19 +192,30 @@ class Referee:
         while group.tournament.arrived < len(group.members):
             group.tournament.add()
 
+    def _stop_judging(self, group: _Group) -> int:
+        """Cancel the group's tournament, if any; returns the judge calls it made (charged to the group)."""
+        if group.tournament is not None:
+            group.tournament.cancel()
+            group.speculative_calls = group.tournament.judge_calls
+            group.tournament = None
+        return group.speculative_calls
+
+    async def _bounded(self, call) -> float | None:
+        """One judge call under the referee's concurrency cap and the call budget; a timeout is no verdict."""
+        async with self._limiter:
+            try:
+                return await asyncio.wait_for(call, self.settings.judge.call_budget_s)
+            except asyncio.TimeoutError:
+                return None
+
     def _new_tournament(self, group: _Group) -> Tournament:
         s = self.settings
 
         async def judge(first: int, second: int) -> float | None:
             a, b = group.members[first], group.members[second]
-            async with self._limiter:
-                try:
-                    return await asyncio.wait_for(
-                        self.judge.compare(a.problem, a.trace, b.trace, a.reference, task=a.task, group=group.uid),
-                        s.judge.call_budget_s,
-                    )
-                except asyncio.TimeoutError:
-                    return None
+            return await self._bounded(
+                self.judge.compare(a.problem, a.trace, b.trace, a.reference, task=a.task, group=group.uid)
+            )
 
         return Tournament(
             group.size,
@@ -234,16 +242,11 @@ class Referee:
             elif route == ROUTE_POINTWISE:
                 verdicts = await asyncio.wait_for(self._pointwise(group, uniform), s.tournament_timeout_s)
             else:
-                if group.tournament is not None:
-                    group.tournament.cancel()
-                    group.speculative_calls = group.tournament.judge_calls
-                calls = group.speculative_calls
+                calls = self._stop_judging(group)
                 verdicts = [Verdict(reward=r, uniform=uniform, judge_calls=calls) for r in rewards]
         except Exception as exc:  # noqa: BLE001  (a failed judge never fails the step: verifier rewards instead)
-            if group.tournament is not None:
-                group.tournament.cancel()
             logger.warning("group %s: judging failed (%r); verifier rewards used", group.uid, exc)
-            calls = group.tournament.judge_calls if group.tournament is not None else 0
+            calls = self._stop_judging(group)
             verdicts = [
                 Verdict(reward=r, route=route, uniform=uniform, judge_calls=calls, fallback=FALLBACK_JUDGE_ERROR)
                 for r in rewards
@@ -275,16 +278,9 @@ class Referee:
         s = self.settings
 
         async def score(member: Submission) -> float | None:
-            async with self._limiter:
-                try:
-                    value = await asyncio.wait_for(
-                        self.judge.score(
-                            member.problem, member.trace, member.reference, task=member.task, group=group.uid
-                        ),
-                        s.judge.call_budget_s,
-                    )
-                except asyncio.TimeoutError:
-                    return None
+            value = await self._bounded(
+                self.judge.score(member.problem, member.trace, member.reference, task=member.task, group=group.uid)
+            )
             return value if value in (0.0, 0.5, 1.0) else None
 
         scores = await asyncio.gather(*(score(m) for m in group.members), return_exceptions=True)
@@ -317,11 +313,9 @@ class Referee:
             len(group.members),
             group.size,
         )
-        if group.tournament is not None:
-            group.tournament.cancel()
-            group.speculative_calls = group.tournament.judge_calls
+        calls = self._stop_judging(group)
         rewards = group.rewards()
-        verdicts = [Verdict(reward=r, judge_calls=group.speculative_calls, fallback=FALLBACK_DEADLINE) for r in rewards]
+        verdicts = [Verdict(reward=r, judge_calls=calls, fallback=FALLBACK_DEADLINE) for r in rewards]
         self._deliver(group, verdicts, ROUTE_VERIFIER, is_uniform(rewards, self.settings.diversity_tol))
 
     def _deliver(self, group: _Group, verdicts: list[Verdict], route: int, uniform: bool) -> None:

@@ -207,12 +207,10 @@ class Tournament:
         """Fit the verdicts received so far."""
         tally = _Tally(self.num_items)
         for _, first, second, outcome in sorted(self._verdicts):
-            if outcome is None:
-                tally.failed_calls += 1
-                if self._on_failure == "drop":
-                    continue
-                outcome = 0.5
-            tally.record(first, second, outcome)
+            tally.failed_calls += outcome is None
+            counted = self._counted(outcome)
+            if counted is not None:
+                tally.record(first, second, counted)
         fit_data = mirror(tally.comparisons) if self._mirror else tally.comparisons
         strengths, bias = fit_bradley_terry(
             self.num_items, fit_data, l2=self._l2, order_effect=self._order_effect, return_order_effect=True
@@ -242,7 +240,13 @@ class Tournament:
     async def _judge_one(self, number: int, first: int, second: int) -> None:
         outcome = await _call(self._judge, first, second, self._limiter)
         self._verdicts.append((number, first, second, outcome))
-        self.scheduler.on_verdict(first, second, 0.5 if outcome is None and self._on_failure == "tie" else outcome)
+        self.scheduler.on_verdict(first, second, self._counted(outcome))
+
+    def _counted(self, outcome: float | None) -> float | None:
+        """What a verdict counts as: a failed call (None) is a tie or nothing, by ``on_failure``; never a win."""
+        if outcome is None and self._on_failure == "tie":
+            return 0.5
+        return outcome
 
     def _on_done(self, task: asyncio.Task) -> None:
         self._inflight.discard(task)
