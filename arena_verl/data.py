@@ -1,9 +1,11 @@
 """Data helpers for verl parquet files.
 
 verl 0.9.1 does not tell a reward manager which samples are validation samples, so arena-verl reads
-``extra_info["split"]`` (see the README). ``mark-split`` writes it into an existing verl dataset:
+``extra_info["split"]`` as a second signal (see the README). ``mark-split`` writes it into an existing verl dataset;
+``make-arithmetic`` writes a small arithmetic data set with ground truths (the CPU recipe's default data):
 
     python -m arena_verl.data mark-split ~/data/math/test.parquet --split test
+    python -m arena_verl.data make-arithmetic train.parquet --rows 64 --split train --seed 0
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["mark_split"]
+__all__ = ["mark_split", "make_arithmetic", "splits_of"]
 
 
 def mark_split(path: str | Path, split: str, output: str | Path | None = None) -> int:
@@ -35,6 +37,48 @@ def mark_split(path: str | Path, split: str, output: str | Path | None = None) -
     return len(frame)
 
 
+def make_arithmetic(
+    path: str | Path, rows: int, split: str, seed: int = 0, data_source: str = "arithmetic_math"
+) -> int:
+    """``rows`` problems "What is a + b?" (or a - b, a * b) in verl's parquet layout: ``prompt`` (chat messages),
+    ``data_source`` (matched by the arena's math verifier), ``ability``, ``reward_model.ground_truth`` and
+    ``extra_info.split/index``. Returns the row count."""
+    import numpy as np
+    import pandas as pd
+
+    if rows < 1:
+        raise ValueError(f"rows must be >= 1, got {rows}")
+    rng = np.random.default_rng(seed)
+    records = []
+    for index in range(rows):
+        a, b = (int(x) for x in rng.integers(1, 20, size=2))
+        op = ("+", "-", "*")[index % 3]
+        answer = {"+": a + b, "-": a - b, "*": a * b}[op]
+        question = f"What is {a} {op} {b}? Put the final answer in \\boxed{{}}."
+        records.append(
+            {
+                "data_source": data_source,
+                "prompt": [{"role": "user", "content": question}],
+                "ability": "math",
+                "reward_model": {"style": "rule", "ground_truth": str(answer)},
+                "extra_info": {"split": split, "index": index},
+            }
+        )
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame.from_records(records).to_parquet(path)
+    return rows
+
+
+def splits_of(path: str | Path) -> set:
+    """The set of ``extra_info.split`` values in a verl parquet file (None for rows without one)."""
+    import pandas as pd
+
+    frame = pd.read_parquet(path, columns=None)
+    if "extra_info" not in frame.columns:
+        return {None}
+    return {info.get("split") if isinstance(info, dict) else None for info in frame["extra_info"]}
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -44,9 +88,24 @@ def main(argv: list[str] | None = None) -> None:
         "--split", required=True, help="e.g. train or test (validation: one of reward.arena.validation_splits)"
     )
     mark.add_argument("--output", default=None, help="default: rewrite PATH")
+    make = commands.add_parser("make-arithmetic", help="write a small arithmetic data set with ground truths")
+    make.add_argument("path")
+    make.add_argument("--rows", type=int, default=64)
+    make.add_argument("--split", default="train")
+    make.add_argument("--seed", type=int, default=0)
+    check = commands.add_parser("has-split", help="exit 0 if every row's extra_info.split is one of SPLITS, else 1")
+    check.add_argument("path")
+    check.add_argument("splits", nargs="+")
     args = parser.parse_args(argv)
-    rows = mark_split(args.path, args.split, args.output)
-    print(f"{rows} rows marked split={args.split!r} -> {args.output or args.path}")
+    if args.command == "mark-split":
+        rows = mark_split(args.path, args.split, args.output)
+        print(f"{rows} rows marked split={args.split!r} -> {args.output or args.path}")
+    elif args.command == "make-arithmetic":
+        rows = make_arithmetic(args.path, args.rows, args.split, args.seed)
+        print(f"{rows} arithmetic problems (split={args.split!r}) -> {args.path}")
+    else:
+        found = splits_of(args.path)
+        raise SystemExit(0 if found <= set(args.splits) else 1)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import time
 import zlib
 from dataclasses import dataclass
 
@@ -121,10 +122,14 @@ class Referee:
         self._tasks: set[asyncio.Task] = set()
         self._counters: collections.Counter[str] = collections.Counter()
         self._step_counters: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+        # Wall-clock times (time.time(), comparable across referee shards) behind arena/tail_after_last_sample_s.
+        self._last_arrival_at = 0.0
+        self._last_routed_answer_at = 0.0
 
     async def submit(self, sub: Submission) -> Verdict:
         """Register one sample and wait for its group's answer."""
         self._count(sub.step, "samples")
+        self._last_arrival_at = time.time()
         group = self._groups.get(sub.uid) or self._recent.get(sub.uid)
         if group is None:
             group = self._open(sub.uid)
@@ -162,6 +167,11 @@ class Referee:
         out = derive_metrics({key: float(counts[key]) for key in COUNTERS})
         out["arena/simulated_judge"] = float(self.judge.name == "simulated")
         return out
+
+    def clock(self) -> dict[str, float]:
+        """When the last sample arrived and when the last routed group was answered (``time.time()``; 0 = never).
+        The tracker hook turns them into ``arena/tail_after_last_sample_s``."""
+        return {"last_arrival": self._last_arrival_at, "last_routed_answer": self._last_routed_answer_at}
 
     async def drain(self) -> None:
         """Wait for the groups being answered (tests and shutdown)."""
@@ -343,6 +353,7 @@ class Referee:
         if route != ROUTE_VERIFIER and fallback != FALLBACK_JUDGE_ERROR:
             self._count(step, "groups_routed")
             self._count(step, "judge_calls_routed", calls)
+            self._last_routed_answer_at = time.time()
         else:
             self._count(step, "judge_calls_wasted", calls)
         if uniform and group.complete:

@@ -31,6 +31,9 @@ class RefereeActor:
     async def metrics(self, step: int | None = None) -> dict[str, float]:
         return self.referee.metrics(step)
 
+    async def clock(self) -> dict[str, float]:
+        return self.referee.clock()
+
     def judge_backend(self) -> str:
         return self.referee.judge.name
 

@@ -6,7 +6,8 @@ running. Each call scores its sample with the verifier, hands it to the referee 
 
 Data read from each one-row ``DataProto``: ``batch["prompts"|"responses"|"attention_mask"]``;
 ``non_tensor_batch["uid"|"data_source"|"reward_model"|"extra_info"|"raw_prompt"]`` and, when verl's V1 trainer
-sends them, ``"session_id"`` (the sample's index within its group) and ``"global_steps"``.
+sends them, ``"session_id"`` (the sample's index within its group) and ``"global_steps"``; ``"arena_validate"``
+marks a validation sample (added by :mod:`arena_verl.validation_signal`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .referee import FALLBACK_REFEREE_LOST, Submission, Verdict
 from .referee_actor import forget_referee, referee_handle
 from .routing import ROUTE_VERIFIER
 from .settings import ArenaSettings, settings_from_config
+from .validation_signal import VALIDATE_KEY
 from .verify import STATUSES, MathVerifier, VerifyResult
 
 logger = logging.getLogger(__name__)
@@ -92,7 +94,11 @@ class ArenaRewardManager(RewardManagerBase):
         data_source = str(non_tensor.get("data_source", ""))
         verified = await self._verify(data_source, text, ground_truth, extra_info)
 
-        validation = bool(data.meta_info.get("validate")) or extra_info.get("split") in self.settings.validation_splits
+        validation = (
+            bool(data.meta_info.get("validate"))
+            or bool(non_tensor.get(VALIDATE_KEY, False))  # set by the trainer (arena_verl.validation_signal)
+            or extra_info.get("split") in self.settings.validation_splits
+        )
         uid = non_tensor.get("uid")
         if validation or not self.settings.uses_judge or uid is None:
             return _answer(verified, Verdict(reward=verified.score), validation)

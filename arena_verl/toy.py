@@ -113,3 +113,21 @@ def build_toy_model(path: Path, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     Qwen2ForCausalLM(config).to(torch.float32).save_pretrained(str(path))
     return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m arena_verl.toy model DIR``: write the toy model (RANDOM weights) and its tokenizer into DIR."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("what", choices=["model", "tokenizer"])
+    parser.add_argument("path")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    path = Path(args.path)
+    path.mkdir(parents=True, exist_ok=True)
+    print(build_toy_model(path, args.seed) if args.what == "model" else build_toy_tokenizer(path))
+
+
+if __name__ == "__main__":
+    main()

@@ -21,7 +21,10 @@ __all__ = ["install_tracking_hook", "ArenaMetricsReader"]
 
 
 class ArenaMetricsReader:
-    """Reads every referee shard's counters and returns what changed since the last read, summed over shards."""
+    """Reads every referee shard's counters and returns what changed since the last read, summed over shards, plus
+    ``arena/tail_after_last_sample_s``: the time from the arrival (at any referee) of the step's last sample to the
+    answer of the step's last routed group (0 when nothing was routed), i.e. how long the reward stage kept the step
+    waiting after rollout had produced its last sample. A "step" is what arrived between two training-step logs."""
 
     def __init__(self, settings: ArenaSettings, timeout_s: float = 10.0):
         self.settings = settings
@@ -32,10 +35,11 @@ class ArenaMetricsReader:
         import ray
 
         delta = {key: 0.0 for key in COUNTERS}
+        last_arrival, last_routed_answer = 0.0, 0.0
         for shard in range(self.settings.num_referees):
             try:
                 actor = ray.get_actor(f"{self.settings.referee_name}_{shard}")
-                shard_metrics = ray.get(actor.metrics.remote(), timeout=self.timeout_s)
+                shard_metrics, clock = ray.get([actor.metrics.remote(), actor.clock.remote()], timeout=self.timeout_s)
             except Exception as exc:  # noqa: BLE001  (no referee yet, or unreachable: no metrics, no failure)
                 logger.debug("arena metrics: referee shard %d unavailable: %r", shard, exc)
                 continue
@@ -46,7 +50,14 @@ class ArenaMetricsReader:
             for key in COUNTERS:
                 delta[key] += now[key] - before.get(key, 0.0)
             self._previous[shard] = now
-        return derive_metrics(delta)
+            if now["samples"] > before.get("samples", 0.0):
+                last_arrival = max(last_arrival, clock["last_arrival"])
+            if now["groups_routed"] > before.get("groups_routed", 0.0):
+                last_routed_answer = max(last_routed_answer, clock["last_routed_answer"])
+        metrics = derive_metrics(delta)
+        routed = last_routed_answer > 0 and last_arrival > 0
+        metrics["arena/tail_after_last_sample_s"] = max(0.0, last_routed_answer - last_arrival) if routed else 0.0
+        return metrics
 
 
 def reader_from_config(config: Any) -> ArenaMetricsReader | None:

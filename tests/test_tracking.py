@@ -6,13 +6,22 @@ from arena_verl import tracking
 from arena_verl.settings import ArenaSettings
 
 
-class FakeActor:
+class _Method:
     def __init__(self, values):
         self.values = values
-        self.metrics = self
 
     def remote(self):
         return self.values.pop(0)
+
+
+class FakeActor:
+    def __init__(self, values, clocks=None):
+        self.metrics = _Method(values)
+        self.clock = _Method(clocks or [{"last_arrival": 0.0, "last_routed_answer": 0.0}] * len(values))
+
+
+def fake_get(value, timeout=None):
+    return list(value) if isinstance(value, list) else value
 
 
 def test_step_metrics_are_deltas_over_shards_and_survive_a_restart(monkeypatch):
@@ -21,7 +30,7 @@ def test_step_metrics_are_deltas_over_shards_and_survive_a_restart(monkeypatch):
     shard1 = FakeActor([{"arena/groups": 1.0}, {"arena/groups": 2.0}, {"arena/groups": 4.0}])
     actors = {"arena_referee_0": shard0, "arena_referee_1": shard1}
     monkeypatch.setattr(ray, "get_actor", lambda name: actors[name])
-    monkeypatch.setattr(ray, "get", lambda value, timeout=None: value)
+    monkeypatch.setattr(ray, "get", fake_get)
     reader = tracking.ArenaMetricsReader(ArenaSettings(group_size=8, num_referees=2))
     first, second, third = (reader.step_metrics() for _ in range(3))
     assert first["arena/groups"] == 5 and first["arena/alpha_routed"] == 0.4
@@ -45,3 +54,25 @@ def test_reader_only_for_the_arena_manager_with_metrics_on():
     assert isinstance(tracking.reader_from_config(arena), tracking.ArenaMetricsReader)
     off = {**base, "reward": {"reward_manager": {"name": "arena"}, "arena": {"log_metrics": False}}}
     assert tracking.reader_from_config(off) is None
+
+
+def test_tail_is_last_routed_answer_after_the_last_arrival_over_all_shards(monkeypatch):
+    def state(samples, routed, arrival, answer):
+        return {"arena/samples": samples, "arena/groups_routed": routed}, {
+            "last_arrival": arrival,
+            "last_routed_answer": answer,
+        }
+
+    # Step 1: shard 0's last sample at t=100, shard 1's at t=104; shard 0 answers its last routed group at t=107.
+    # Step 2: samples arrive, nothing is routed. Step 3: a routed answer before the last arrival.
+    steps0 = [state(8, 1, 100.0, 107.0), state(16, 1, 110.0, 107.0), state(24, 2, 120.0, 118.0)]
+    steps1 = [state(8, 0, 104.0, 0.0), state(16, 0, 111.0, 0.0), state(24, 0, 121.0, 0.0)]
+    actors = {
+        "arena_referee_0": FakeActor([m for m, _ in steps0], [c for _, c in steps0]),
+        "arena_referee_1": FakeActor([m for m, _ in steps1], [c for _, c in steps1]),
+    }
+    monkeypatch.setattr(ray, "get_actor", lambda name: actors[name])
+    monkeypatch.setattr(ray, "get", fake_get)
+    reader = tracking.ArenaMetricsReader(ArenaSettings(group_size=8, num_referees=2))
+    tails = [reader.step_metrics()["arena/tail_after_last_sample_s"] for _ in range(3)]
+    assert tails == [3.0, 0.0, 0.0]  # 107 - max(100, 104); nothing routed; answered 3 s before the last arrival

@@ -1,0 +1,156 @@
+"""Run one trainer command under a deadline and leave nothing behind, then summarise what its tracker logged.
+
+    python -m arena_verl.cpu.supervise --timeout 1200 --out OUT_DIR --metrics OUT_DIR/metrics.jsonl -- CMD ...
+
+The command runs in a session of its own, its output goes to the terminal and to ``OUT_DIR/train.log``. This
+process makes itself the *subreaper* of everything the command starts (Linux ``PR_SET_CHILD_SUBREAPER``), so Ray's
+head processes and actors (``TaskRunner``, ``WorkerDict``, agent-loop and reward workers, vLLM engines) stay its
+descendants even when their parents exit first; when the command ends, times out or this process is interrupted,
+every one of them is terminated, then killed. A Ray cluster the command merely connected to (``RAY_ADDRESS``) is
+not a descendant and is left alone. Writes ``OUT_DIR/summary.json`` (see :mod:`.summary`) and prints one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .summary import one_line, summarise
+
+__all__ = ["run_supervised", "reap_descendants"]
+
+_PR_SET_CHILD_SUBREAPER = 36
+TIMEOUT_RC = 124
+
+
+def become_subreaper() -> bool:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):  # not Linux: orphans go to init and only the process group is stopped
+        return False
+
+
+def reap_descendants(grace_s: float = 10.0) -> int:
+    """SIGTERM every descendant of this process, SIGKILL what is left after ``grace_s``; returns how many there were.
+    Ray workers can ignore SIGTERM while busy, hence the kill."""
+    import psutil
+
+    me = psutil.Process()
+    found: dict[int, psutil.Process] = {}
+    deadline = time.monotonic() + grace_s
+    while True:
+        alive = [p for p in me.children(recursive=True) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+        for process in alive:
+            if process.pid not in found:
+                found[process.pid] = process
+                _signal(process, signal.SIGTERM)
+        if not alive:
+            break
+        if time.monotonic() > deadline:
+            for process in alive:
+                _signal(process, signal.SIGKILL)
+            psutil.wait_procs(alive, timeout=5)
+            break
+        time.sleep(0.2)
+    _collect_zombies()
+    return len(found)
+
+
+def _signal(process, signum) -> None:
+    with contextlib.suppress(Exception):  # already gone
+        process.send_signal(signum)
+
+
+def _collect_zombies() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def run_supervised(command: list[str], timeout_s: float, log_path: Path) -> tuple[int, float, int]:
+    """Run ``command``; returns (exit code, 124 on timeout; wall seconds; processes reaped afterwards)."""
+    become_subreaper()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with open(log_path, "wb") as log:
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        tee = threading.Thread(target=_tee, args=(child.stdout, log), daemon=True)
+        tee.start()
+        interrupted = []
+
+        def on_signal(signum, frame):
+            interrupted.append(signum)
+            _stop_group(child)
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            rc = child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            print(f"\n[supervise] no exit after {timeout_s:.0f} s: stopping the run", file=sys.stderr, flush=True)
+            _stop_group(child)
+            rc = TIMEOUT_RC
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        wall = time.monotonic() - started
+        tee.join(timeout=5)
+    reaped = reap_descendants()
+    if interrupted:
+        rc = 128 + interrupted[0]
+    return rc, wall, reaped
+
+
+def _stop_group(child: subprocess.Popen, grace_s: float = 10.0) -> None:
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(child.pid, signum)
+        except ProcessLookupError:
+            return
+        try:
+            child.wait(timeout=grace_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _tee(stream, log) -> None:
+    for line in iter(stream.readline, b""):
+        log.write(line)
+        sys.stdout.buffer.write(line)
+        sys.stdout.flush()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--timeout", type=float, required=True, help="seconds before the run is stopped (rc 124)")
+    parser.add_argument("--out", type=Path, required=True, help="folder for train.log and summary.json")
+    parser.add_argument("--metrics", type=Path, required=True, help="verl's file-logger output (jsonl)")
+    parser.add_argument("--label", default="cpu_smoke")
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command given (after --)")
+    rc, wall, reaped = run_supervised(command, args.timeout, args.out / "train.log")
+    summary = summarise(args.metrics, rc=rc, wall_s=wall)
+    summary["processes_reaped"] = reaped
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
+    print(f"{args.label}: {one_line(summary)}  -> {args.out / 'summary.json'}", flush=True)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

