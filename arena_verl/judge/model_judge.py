@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from ..settings import JudgeSettings
 from .base import JudgeStats, Trace
@@ -35,10 +35,16 @@ class ModelJudge:
 
     name = "model"
 
-    def __init__(self, settings: JudgeSettings, count_tokens: Callable[[str], int] | None = None):
+    def __init__(
+        self,
+        settings: JudgeSettings,
+        count_tokens: Callable[[str], int] | None = None,
+        special_tokens: Iterable[str] | None = None,
+    ):
         self.settings = settings
         self.stats = JudgeStats()
         self.count_tokens = count_tokens
+        self.special_tokens = frozenset(special_tokens or ())  # the judge tokenizer's: neutralised in traces
         self._limiter = asyncio.Semaphore(settings.max_concurrency)
         self._delimiters: dict[str, str] = {}
 
@@ -74,6 +80,7 @@ class ModelJudge:
             max_trace_tokens=self.settings.max_trace_tokens,
             count_tokens=self.count_tokens,
             delimiter=self.delimiter(group),
+            special_tokens=self.special_tokens,
         )
         verdict = await self._ask(messages, parse_verdict)
         return None if verdict is None else VERDICT_OUTCOME[verdict]
@@ -89,6 +96,7 @@ class ModelJudge:
             max_trace_tokens=self.settings.max_trace_tokens,
             count_tokens=self.count_tokens,
             delimiter=self.delimiter(group),
+            special_tokens=self.special_tokens,
         )
         return await self._ask(messages, parse_score)
 

@@ -4,10 +4,14 @@ connections are reused; the connection pool is capped at the judge's concurrency
 
 from __future__ import annotations
 
+import logging
 import os
 
 from ..settings import JudgeSettings
 from .model_judge import ModelJudge, PermanentJudgeError
+from .prompts import special_token_strings
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["OpenAIJudge"]
 
@@ -16,7 +20,20 @@ class OpenAIJudge(ModelJudge):
     name = "openai"
 
     def __init__(self, settings: JudgeSettings):
-        super().__init__(settings)
+        tokenizer = _local_tokenizer(settings.model_path)
+        if tokenizer is None:
+            logger.info(
+                "openai judge: no local tokenizer for %r; trace budgets are counted in UTF-8 bytes (safe for any "
+                "script, about 4x fewer English tokens than max_trace_tokens)",
+                settings.model_path,
+            )
+            super().__init__(settings)
+        else:
+            super().__init__(
+                settings,
+                count_tokens=lambda text: len(tokenizer.encode(text)),
+                special_tokens=special_token_strings(tokenizer),
+            )
         base = settings.base_url.rstrip("/")
         self.url = base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
         self.api_key = os.environ.get(settings.api_key_env, "")
@@ -53,3 +70,16 @@ class OpenAIJudge(ModelJudge):
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
+
+
+def _local_tokenizer(name: str | None):
+    """The served model's tokenizer when it is on this machine (a model folder, or a hub id already in the local
+    cache; nothing is downloaded), else None."""
+    if not name:
+        return None
+    try:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(name, local_files_only=True)
+    except Exception:  # noqa: BLE001  (not local, or not a tokenizer: the byte count is the safe fallback)
+        return None

@@ -10,6 +10,7 @@ import threading
 
 from ..settings import JudgeSettings
 from .model_judge import ModelJudge
+from .prompts import special_token_strings
 
 __all__ = ["TransformersJudge", "render_chat"]
 
@@ -33,7 +34,11 @@ class TransformersJudge(ModelJudge):
         self.model = AutoModelForCausalLM.from_pretrained(settings.model_path, dtype=dtype).to(settings.device)
         self.model.eval()
         self._model_lock = threading.Lock()
-        super().__init__(settings, count_tokens=lambda text: len(self.tokenizer.encode(text)))
+        super().__init__(
+            settings,
+            count_tokens=lambda text: len(self.tokenizer.encode(text)),
+            special_tokens=special_token_strings(self.tokenizer),
+        )
 
     async def _generate(self, messages: list[dict], temperature: float) -> str:
         prompt = render_chat(self.tokenizer, messages)

@@ -1,6 +1,9 @@
 """Strict verdict parsing: only the last ``[[A]]``, ``[[B]]`` or ``[[TIE]]`` (pointwise: ``[[0]]``, ``[[0.5]]``,
 ``[[1]]``) after the judge's reasoning counts, and the line it stands on must not hold a different one. Anything
-else is a parse failure (None), never a guess."""
+else is a parse failure (None), never a guess.
+
+Every step is linear in the reply: think tags are found by one scan for two literals, and the verdict patterns have
+no nested or overlapping quantifiers."""
 
 from __future__ import annotations
 
@@ -10,9 +13,9 @@ __all__ = ["parse_verdict", "parse_score", "strip_reasoning", "VERDICT_OUTCOME"]
 
 _PAIRWISE = re.compile(r"\[\[\s*(A|B|TIE)\s*\]\]", re.IGNORECASE)
 _POINTWISE = re.compile(r"\[\[\s*(1(?:\.0)?|0\.5|0(?:\.0)?)\s*\]\]")
-_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
-_THINK_OPEN = re.compile(r"<think>", re.IGNORECASE)
-_MAX_CHARS = 200_000
+_THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
+_LINE_BREAK = re.compile(r"[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # what str.splitlines() splits on
+_MAX_CHARS = 200_000  # of the answer (after the reasoning) searched for the verdict
 
 VERDICT_OUTCOME = {"A": 1.0, "B": 0.0, "TIE": 0.5}
 
@@ -20,14 +23,27 @@ VERDICT_OUTCOME = {"A": 1.0, "B": 0.0, "TIE": 0.5}
 def strip_reasoning(raw: str) -> str | None:
     """The judge's answer without its ``<think>...</think>`` reasoning; None if the reasoning never closed (the
     judge ran out of tokens before answering). A reply that starts inside a think block (templates that open
-    ``<think>`` in the prompt) is cut at its last ``</think>``."""
-    text = raw[-_MAX_CHARS:]
-    if "</think>" in text.lower() and not _THINK_OPEN.search(text.split("</think>")[0]):
-        text = text[text.lower().rindex("</think>") + len("</think>") :]
-    text = _THINK_BLOCK.sub("", text)
-    if _THINK_OPEN.search(text):
+    ``<think>`` in the prompt: its first tag is a ``</think>``) is cut at its last ``</think>``."""
+    tags = [(m.start(), m.end(), bool(m.group(1))) for m in _THINK_TAG.finditer(raw)]
+    if not tags:
+        return raw
+    if tags[0][2]:  # began inside the reasoning
+        last_close = max(end for _, end, closing in tags if closing)
+        if any(not closing and start >= last_close for start, _, closing in tags):
+            return None  # a new block opened after the last close and never closed
+        return raw[last_close:]
+    pieces: list[str] = []
+    pos, inside = 0, False
+    for start, end, closing in tags:  # a block runs from an opening tag to the next closing one
+        if inside and closing:
+            inside, pos = False, end
+        elif not inside and not closing:
+            pieces.append(raw[pos:start])
+            inside = True
+    if inside:
         return None
-    return text
+    pieces.append(raw[pos:])
+    return "".join(pieces)
 
 
 def parse_verdict(raw_judge_output: str) -> str | None:
@@ -40,11 +56,18 @@ def parse_score(raw_judge_output: str) -> float | None:
     return _parse(raw_judge_output, _POINTWISE, float)
 
 
-def _parse(raw: str, pattern: re.Pattern, convert):
+def _parse(raw, pattern: re.Pattern, convert):
     if not isinstance(raw, str):
         return None
     answer = strip_reasoning(raw)
-    return None if answer is None else _last_line_token(answer, pattern, convert)
+    if answer is None:
+        return None
+    answer = answer.rstrip()
+    if len(answer) > _MAX_CHARS:  # the verdict ends the reply: keep the tail, from a line start
+        answer = answer[-_MAX_CHARS:]
+        first_break = _LINE_BREAK.search(answer)
+        answer = answer[first_break.end() :] if first_break else ""
+    return _last_line_token(answer, pattern, convert)
 
 
 def _last_line_token(answer: str, pattern: re.Pattern, convert):

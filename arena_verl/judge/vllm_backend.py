@@ -18,6 +18,7 @@ import ray
 
 from ..settings import JudgeSettings
 from .model_judge import ModelJudge
+from .prompts import special_token_strings
 from .transformers_backend import render_chat
 
 logger = logging.getLogger(__name__)
@@ -72,7 +73,11 @@ class VLLMJudge(ModelJudge):
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(settings.model_path)
-        super().__init__(settings, count_tokens=lambda text: len(tokenizer.encode(text)))
+        super().__init__(
+            settings,
+            count_tokens=lambda text: len(tokenizer.encode(text)),
+            special_tokens=special_token_strings(tokenizer),
+        )
         self._engines = [self._start_engine() for _ in range(settings.num_engines)]
         self._inflight = [0] * settings.num_engines
         self._ready: asyncio.Task | None = None
