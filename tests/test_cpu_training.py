@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 
 from arena_verl.data import make_arithmetic
@@ -59,7 +60,22 @@ def cpu_smoke(out_dir: Path, assets: dict, *overrides: str, **env: str) -> dict:
     log_tail = (out_dir / "train.log").read_text(errors="replace")[-6000:]
     assert summary["rc"] == 0 and result.returncode == 0, log_tail
     assert "cpu_smoke: rc=0" in result.stdout
+    assert not processes_of(out_dir), "the run left processes behind"
     return summary
+
+
+def processes_of(out_dir: Path) -> list[str]:
+    """Processes still alive that belong to the run: every process it starts (driver, Ray's head and workers, vLLM
+    engines, verifier pools) inherits the recipe's VERL_FILE_LOGGER_PATH."""
+    marker = str(out_dir / "metrics.jsonl")
+    left = []
+    for process in psutil.process_iter(["pid", "name"]):
+        try:
+            if process.environ().get("VERL_FILE_LOGGER_PATH") == marker and process.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{process.pid} {process.name()}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return left
 
 
 def val_mean(summary: dict, key: str) -> float:
@@ -116,6 +132,7 @@ def test_v1_trainer_with_the_arena_runs_a_step_and_validates_without_the_referee
     # of 900 s: a sample that reached the referee would have held the run for 15 minutes.
     assert [h["step"] for h in summary["val_history"]] == [0, 1]
     assert_validation_by_verifier_only(summary)
+    assert step["timing_s/testing"] < 120  # the validation after step 1 took seconds, not a group deadline
     assert summary["wall_s"] < 600
     assert (out_dir / "checkpoints" / "global_step_1").is_dir()
 
