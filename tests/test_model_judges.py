@@ -156,4 +156,6 @@ def test_transformers_judge_generates_inside_the_referee_actor(toy_model):
     assert all(v.judge_calls == 6 and v.judge_failures == 6 and v.fallback == 0 for v in verdicts)
     assert all(v.reward == pytest.approx(1.0) for v in verdicts)
     assert metrics["arena/judge_failures"] == 6 and metrics["arena/simulated_judge"] == 0.0
-    assert stats == {"calls": 6, "failures": 6, "parse_failures": 12, "errors": 0}  # 12 real generations
+    # 12 real generations; most are cut at max_new_tokens=8 (random weights seldom say eos) and count as no verdict
+    truncated = stats.pop("truncated")
+    assert stats == {"calls": 6, "failures": 6, "parse_failures": 12, "errors": 0} and 0 < truncated <= 12

@@ -165,7 +165,8 @@ def test_incomplete_group_gets_verifier_rewards_at_the_deadline(manager_factory,
     samples = group("partial", [f"t{i} \\boxed{{4}}" for i in range(5)], [0.0] * 5)
     started = time.perf_counter()
     results = stream(manager, tokenizer, samples)
-    assert time.perf_counter() - started < 30
+    # Answered at the 2 s deadline (plus actor start-up on a possibly loaded machine), not at the 900 s default.
+    assert time.perf_counter() - started < 120
     assert all(r["reward_score"] == 1.0 and r["reward_extra_info"]["arena/fallback"] == 1 for r in results)
 
 

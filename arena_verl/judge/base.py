@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Trace", "Judge", "JudgeStats"]
+__all__ = ["Trace", "Judge", "JudgeStats", "Reply"]
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,19 @@ class JudgeStats:
     failures: int = 0  # calls that ended without a usable verdict
     parse_failures: int = 0  # generations whose verdict could not be parsed (a call may re-ask)
     errors: int = 0  # generations that raised or timed out
+    truncated: int = 0  # generations cut by max_new_tokens (no verdict, whatever their text; counted in parse_failures)
+
+
+class Reply(str):
+    """A judge's generated text; ``truncated`` when the token limit cut it. A cut reply has not ended, so a verdict
+    token in it may be the start of an echoed instruction ("[[A]] if Attempt A is better, ..."): never a verdict."""
+
+    truncated: bool = False
+
+    def __new__(cls, text: str, truncated: bool = False):
+        reply = super().__new__(cls, text)
+        reply.truncated = bool(truncated)
+        return reply
 
 
 @runtime_checkable

@@ -1,6 +1,6 @@
 """What every model-backed judge shares: prompts, strict parsing with a bounded re-ask, timeouts, transient-error
 retries with exponential backoff, a concurrency cap, and counted failures. A backend only implements
-``_generate(messages, temperature) -> str``."""
+``_generate(messages, temperature) -> str`` (or a :class:`~.base.Reply` that says whether the token limit cut it)."""
 
 from __future__ import annotations
 
@@ -107,7 +107,11 @@ class ModelJudge:
             raw = await self._generate_with_retries(messages, temperature)
             if raw is None:
                 break
-            parsed = parse(raw)
+            if getattr(raw, "truncated", False):
+                self.stats.truncated += 1
+                parsed = None
+            else:
+                parsed = parse(raw)
             if parsed is not None:
                 return parsed
             self.stats.parse_failures += 1

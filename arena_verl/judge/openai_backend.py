@@ -8,6 +8,7 @@ import logging
 import os
 
 from ..settings import JudgeSettings
+from .base import Reply
 from .model_judge import ModelJudge, PermanentJudgeError
 from .prompts import special_token_strings
 
@@ -63,9 +64,9 @@ class OpenAIJudge(ModelJudge):
                 raise PermanentJudgeError(f"HTTP {response.status} from {self.url}: {(await response.text())[:300]}")
             response.raise_for_status()  # 429 and 5xx: transient, retried
             body = await response.json()
-        message = body["choices"][0]["message"]
+        choice = body["choices"][0]
         # Servers with a reasoning parser return the reasoning separately; the verdict is in the content.
-        return message.get("content") or ""
+        return Reply(choice["message"].get("content") or "", truncated=choice.get("finish_reason") == "length")
 
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:

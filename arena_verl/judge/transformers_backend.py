@@ -9,6 +9,7 @@ import asyncio
 import threading
 
 from ..settings import JudgeSettings
+from .base import Reply
 from .model_judge import ModelJudge
 from .prompts import special_token_strings
 
@@ -40,20 +41,24 @@ class TransformersJudge(ModelJudge):
             special_tokens=special_token_strings(self.tokenizer),
         )
 
-    async def _generate(self, messages: list[dict], temperature: float) -> str:
+    async def _generate(self, messages: list[dict], temperature: float) -> Reply:
         prompt = render_chat(self.tokenizer, messages)
         return await asyncio.get_running_loop().run_in_executor(None, self._generate_sync, prompt, temperature)
 
-    def _generate_sync(self, prompt: str, temperature: float) -> str:
+    def _generate_sync(self, prompt: str, temperature: float) -> Reply:
         import torch
 
         inputs = self.tokenizer(prompt, return_tensors="pt").to(self.model.device)
         sampling = {"do_sample": True, "temperature": temperature, "top_p": self.settings.top_p}
+        pad_id = self.tokenizer.pad_token_id
         with self._model_lock, torch.inference_mode():
             output = self.model.generate(
                 **inputs,
                 max_new_tokens=self.settings.max_new_tokens,
-                pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+                pad_token_id=self.tokenizer.eos_token_id if pad_id is None else pad_id,
                 **(sampling if temperature > 0 else {"do_sample": False}),
             )
-        return self.tokenizer.decode(output[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True)
+        new_tokens = output[0, inputs["input_ids"].shape[1] :]
+        eos = self.tokenizer.eos_token_id
+        ended = len(new_tokens) < self.settings.max_new_tokens or (eos is not None and int(new_tokens[-1]) == eos)
+        return Reply(self.tokenizer.decode(new_tokens, skip_special_tokens=True), truncated=not ended)

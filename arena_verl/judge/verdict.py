@@ -1,6 +1,9 @@
-"""Strict verdict parsing: only the last ``[[A]]``, ``[[B]]`` or ``[[TIE]]`` (pointwise: ``[[0]]``, ``[[0.5]]``,
-``[[1]]``) after the judge's reasoning counts, and the line it stands on must not hold a different one. Anything
-else is a parse failure (None), never a guess.
+"""Strict verdict parsing: the judge is told to end its reply with the verdict on its own line, so only a
+``[[A]]``, ``[[B]]`` or ``[[TIE]]`` (pointwise: ``[[0]]``, ``[[0.5]]``, ``[[1]]``) that ends the reply's last
+non-empty line after its reasoning counts (a label before it, "Final verdict: [[A]]", and markdown or a full stop
+after it are fine), and that line must not hold a different one. Anything else is a parse failure (None), never a
+guess: a reply that goes on after its verdict, and an echoed instruction cut short by the token limit ("[[A]] if
+Attempt A is better, "), do not count.
 
 Every step is linear in the reply: think tags are found by one scan for two literals, and the verdict patterns have
 no nested or overlapping quantifiers."""
@@ -15,6 +18,7 @@ _PAIRWISE = re.compile(r"\[\[\s*(A|B|TIE)\s*\]\]", re.IGNORECASE)
 _POINTWISE = re.compile(r"\[\[\s*(1(?:\.0)?|0\.5|0(?:\.0)?)\s*\]\]")
 _THINK_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
 _LINE_BREAK = re.compile(r"[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")  # what str.splitlines() splits on
+_DECORATION = re.compile(r"[\s*_`.!)\"']*")  # what may follow the verdict on its line
 _MAX_CHARS = 200_000  # of the answer (after the reasoning) searched for the verdict
 
 VERDICT_OUTCOME = {"A": 1.0, "B": 0.0, "TIE": 0.5}
@@ -71,12 +75,15 @@ def _parse(raw, pattern: re.Pattern, convert):
 
 
 def _last_line_token(answer: str, pattern: re.Pattern, convert):
-    """The token on the last line that has one; a line with two different tokens (an echoed instruction such as
-    "[[A]] if A is better, [[B]] if ...") is ambiguous and parses as None."""
+    """The token that ends the last non-empty line; None if that line has none, has something other than decoration
+    after it, or holds two different tokens (an echoed instruction "[[A]] if A is better, [[B]] if ...")."""
     for line in reversed(answer.splitlines()):
-        found = {convert(token) for token in pattern.findall(line)}
-        if len(found) == 1:
-            return found.pop()
-        if found:
+        if not line.strip():
+            continue
+        matches = list(pattern.finditer(line))
+        if not matches or len({convert(m.group(1)) for m in matches}) != 1:
             return None
+        if not _DECORATION.fullmatch(line, matches[-1].end()):
+            return None
+        return convert(matches[-1].group(1))
     return None

@@ -17,6 +17,7 @@ import uuid
 import ray
 
 from ..settings import JudgeSettings
+from .base import Reply
 from .model_judge import ModelJudge
 from .prompts import special_token_strings
 from .transformers_backend import render_chat
@@ -54,7 +55,8 @@ class VLLMEngineActor:
     def ready(self) -> bool:
         return True
 
-    async def generate(self, messages: list[dict], temperature: float) -> str:
+    async def generate(self, messages: list[dict], temperature: float) -> tuple[str, bool]:
+        """The reply's text, and whether the token limit cut it."""
         from vllm import SamplingParams
 
         params = SamplingParams(
@@ -63,7 +65,9 @@ class VLLMEngineActor:
         final = None
         async for output in self.engine.generate(render_chat(self.tokenizer, messages), params, uuid.uuid4().hex):
             final = output
-        return final.outputs[0].text if final is not None and final.outputs else ""
+        if final is None or not final.outputs:
+            return "", False
+        return final.outputs[0].text, final.outputs[0].finish_reason == "length"
 
 
 class VLLMJudge(ModelJudge):
@@ -104,7 +108,8 @@ class VLLMJudge(ModelJudge):
         engine = self._engines[index]
         self._inflight[index] += 1
         try:
-            return await engine.generate.remote(messages, temperature)
+            text, truncated = await engine.generate.remote(messages, temperature)
+            return Reply(text, truncated=truncated)
         except ray.exceptions.RayActorError:
             if self._engines[index] is engine:  # replace once, whoever saw the death first
                 logger.warning("vllm judge engine %d died; starting a replacement", index)
