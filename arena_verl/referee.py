@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import logging
+import math
 import time
 import zlib
 from dataclasses import dataclass
@@ -28,11 +30,11 @@ from .routing import (
     tournament_rewards,
 )
 from .settings import ArenaSettings
-from .tournament import Tournament
+from .tournament import Tournament, being_cancelled, valid_outcome
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Submission", "Verdict", "Referee", "FALLBACK_REASONS", "COUNTERS", "derive_metrics"]
+__all__ = ["Submission", "Verdict", "Referee", "FALLBACK_REASONS", "COUNTERS", "derive_metrics", "group_key"]
 
 # Fallback reason codes (extra info "arena/fallback"): 0 = none.
 FALLBACK_REASONS = {
@@ -128,6 +130,7 @@ class Referee:
 
     async def submit(self, sub: Submission) -> Verdict:
         """Register one sample and wait for its group's answer."""
+        sub = _normalised(sub)
         self._count(sub.step, "samples")
         self._last_arrival_at = time.time()
         group = self._groups.get(sub.uid) or self._recent.get(sub.uid)
@@ -211,10 +214,12 @@ class Referee:
         return group.speculative_calls
 
     async def _bounded(self, call) -> float | None:
-        """One judge call under the referee's concurrency cap and the call budget; a timeout is no verdict."""
+        """One judge call under the referee's concurrency cap and the call budget; a timeout, and anything the judge
+        raises (``SystemExit`` and ``KeyboardInterrupt`` included), is no verdict. Only the cancellation of the
+        caller itself propagates."""
         async with self._limiter:
             try:
-                return await asyncio.wait_for(call, self.settings.judge.call_budget_s)
+                return await asyncio.wait_for(_contained(call), self.settings.judge.call_budget_s)
             except asyncio.TimeoutError:
                 return None
 
@@ -291,7 +296,7 @@ class Referee:
             value = await self._bounded(
                 self.judge.score(member.problem, member.trace, member.reference, task=member.task, group=group.uid)
             )
-            return value if value in (0.0, 0.5, 1.0) else None
+            return valid_outcome(value, allowed=(0.0, 0.5, 1.0))
 
         scores = await asyncio.gather(*(score(m) for m in group.members), return_exceptions=True)
         failures = sum(1 for x in scores if not isinstance(x, float))
@@ -389,5 +394,43 @@ def derive_metrics(counts: dict[str, float]) -> dict[str, float]:
     return out
 
 
+async def _contained(call):
+    """Await a judge call inside the task that runs it, so that what it raises is caught there: asyncio lets
+    ``SystemExit`` and ``KeyboardInterrupt`` out of a task straight through the event loop."""
+    try:
+        return await call
+    except asyncio.CancelledError:
+        if being_cancelled():
+            raise
+        logger.warning("judge raised CancelledError of its own; counted as a failed call")
+        return None
+    except BaseException:  # noqa: BLE001  (any error, SystemExit and KeyboardInterrupt too: a failed call)
+        logger.warning("judge call failed", exc_info=True)
+        return None
+
+
+def group_key(uid) -> str:
+    """A uid as the referee keys groups: strings as they are; anything else (ints, numpy scalars, tuples, bytes) by
+    its type and value, so it can be hashed, seeded and sharded."""
+    return uid if isinstance(uid, str) else f"{type(uid).__name__}:{uid!r}"
+
+
+def _normalised(sub: Submission) -> Submission:
+    """Every reward that leaves the referee is finite: a NaN or infinite verifier reward counts as 0."""
+    changes = {}
+    if not isinstance(sub.uid, str):
+        changes["uid"] = group_key(sub.uid)
+    try:
+        reward = float(sub.verifier_reward)
+    except (TypeError, ValueError):
+        reward = math.nan
+    if not math.isfinite(reward):
+        logger.warning("group %s: verifier reward %r is not a finite number; 0 used", sub.uid, sub.verifier_reward)
+        reward = 0.0
+    if reward != sub.verifier_reward or type(sub.verifier_reward) is not float:
+        changes["verifier_reward"] = reward
+    return dataclasses.replace(sub, **changes) if changes else sub
+
+
 def _stable_seed(uid: str) -> int:
-    return zlib.crc32(uid.encode("utf-8", errors="replace"))
+    return zlib.crc32(group_key(uid).encode("utf-8", errors="replace"))

@@ -9,7 +9,7 @@ from typing import Any
 import ray
 
 from .judge import make_judge
-from .referee import Referee, Submission, Verdict
+from .referee import Referee, Submission, Verdict, group_key
 from .settings import ArenaSettings
 
 __all__ = ["RefereeActor", "referee_handle", "forget_referee"]
@@ -42,7 +42,7 @@ class RefereeActor:
 
 
 def shard_name(settings: ArenaSettings, uid: str) -> str:
-    shard = zlib.crc32(uid.encode("utf-8", errors="replace")) % settings.num_referees
+    shard = zlib.crc32(group_key(uid).encode("utf-8", errors="replace")) % settings.num_referees
     return f"{settings.referee_name}_{shard}"
 
 

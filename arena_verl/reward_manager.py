@@ -17,6 +17,7 @@ import dataclasses
 import hashlib
 import inspect
 import logging
+import math
 import uuid
 from typing import Any
 
@@ -152,6 +153,8 @@ class ArenaRewardManager(RewardManagerBase):
             else:
                 result = await self.loop.run_in_executor(None, lambda: scorer(**kwargs))
             score = float(result["score"] if isinstance(result, dict) else result)
+            if not math.isfinite(score):
+                raise ValueError(f"score {score!r} is not finite")
             return VerifyResult(score, "correct" if score > 0 else "wrong")
         except Exception as exc:  # noqa: BLE001  (a scorer that raises gives 0, counted as an error)
             logger.warning("reward function failed on a %s sample (%r); scored 0", data_source, exc)
@@ -200,7 +203,11 @@ def _answer(verified: VerifyResult, verdict: Verdict, validation: bool) -> dict:
         "arena/judge_failures": float(verdict.judge_failures),
         "arena/fallback": float(verdict.fallback),
     }
-    return {"reward_score": float(verdict.reward), "reward_extra_info": info}
+    reward = float(verdict.reward)
+    if not math.isfinite(reward):  # never reached through the referee (it cleans its inputs); a last safety net
+        logger.warning("non-finite reward %r replaced by the verifier reward", reward)
+        reward = float(verified.score) if math.isfinite(verified.score) else 0.0
+    return {"reward_score": reward, "reward_extra_info": info}
 
 
 def _sample_key(session_id: Any) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -276,7 +275,10 @@ class _Tally:
 
 
 async def _call(judge: Judge, first: int, second: int, limiter: asyncio.Semaphore | None) -> float | None:
-    """One judge call; an exception or an invalid verdict is a failure (``None``), never a win or a crash."""
+    """One judge call; an exception or an invalid verdict is a failure (``None``), never a win or a crash. Only the
+    cancellation of this call itself propagates: a ``CancelledError`` the judge raises on its own (an inner task of
+    its was cancelled), and ``SystemExit`` / ``KeyboardInterrupt`` raised inside it, are failed calls too, so no judge
+    can take the tournament, or the loop that runs it, down."""
     try:
         if limiter is None:
             outcome = await judge(first, second)
@@ -284,20 +286,37 @@ async def _call(judge: Judge, first: int, second: int, limiter: asyncio.Semaphor
             async with limiter:
                 outcome = await judge(first, second)
     except asyncio.CancelledError:
-        raise
-    except Exception:  # noqa: BLE001  (any judge error is counted as a failure, by design)
+        if being_cancelled():
+            raise
+        logger.warning("judge call (%d, %d) raised CancelledError of its own; counted as failed", first, second)
+        return None
+    except BaseException:  # noqa: BLE001  (any judge error is counted as a failure, by design)
         logger.warning("judge call (%d, %d) failed", first, second, exc_info=True)
         return None
-    if outcome is None:
-        return None
-    try:
-        value = float(outcome)
-    except (TypeError, ValueError):
-        value = math.nan
-    if not 0.0 <= value <= 1.0:  # also rejects NaN
+    value = valid_outcome(outcome)
+    if value is None and outcome is not None:
         logger.warning("judge returned an invalid outcome %r for (%d, %d)", outcome, first, second)
+    return value
+
+
+def valid_outcome(outcome, allowed: tuple[float, ...] | None = None) -> float | None:
+    """``outcome`` as a verdict, or None: only real numbers (not bool, not strings or bytes that look like numbers)
+    in [0, 1], and one of ``allowed`` when given."""
+    if isinstance(outcome, (bool, np.bool_)) or not isinstance(outcome, (int, float, np.integer, np.floating)):
+        return None
+    value = float(outcome)
+    if not 0.0 <= value <= 1.0:  # also rejects NaN
+        return None
+    if allowed is not None and value not in allowed:
         return None
     return value
+
+
+def being_cancelled() -> bool:
+    """Whether the running task itself is being cancelled (as opposed to an awaited call raising CancelledError)."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+    return True if cancelling is None else cancelling() > 0
 
 
 def _pair_budget(budget: int, calls_per_pair: int) -> int:
