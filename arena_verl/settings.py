@@ -7,6 +7,7 @@ or an unknown key is a ``ValueError`` that names the full key (``reward.arena.st
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,9 @@ from .tournament import FAILURE_POLICIES, STRATEGIES
 __all__ = ["MODES", "JUDGE_BACKENDS", "JudgeSettings", "ArenaSettings", "settings_from_config"]
 
 MODES = ("rlvr", "pointwise", "tournament_all", "adaptive_pointwise", "arena")
+# The strategy of a mode when reward.arena.strategy is null: the paper's ArenaRL baseline is a full round robin.
+DEFAULT_STRATEGY = {"tournament_all": "round_robin", "arena": "live"}
+_DAY_S = 86_400.0
 JUDGE_BACKENDS = ("simulated", "transformers", "openai", "vllm")
 _PREFIX = "reward.arena"
 
@@ -74,11 +78,12 @@ class ArenaSettings:
     """``reward.arena.*``. See the README's config reference for what each key does."""
 
     mode: str = "arena"
-    strategy: str = "live"
+    strategy: str | None = None  # None: the mode's own (tournament_all: round_robin, the ArenaRL baseline; else live)
     budget: int | None = None  # judge calls per routed group for budgeted strategies; None = live's count
     group_size: int = 0  # 0 = actor_rollout_ref.rollout.n
     diversity_tol: float = 1e-6  # verifier rewards closer than this count as equal
-    reward_scale: float = 0.5  # reward = verifier + scale * (sigmoid(theta - mean) - 0.5)
+    reward_scale: float = 0.5  # reward = verifier + scale * (sigmoid(theta - mean) - 0.5); in (0, 1)
+    allow_reward_scale_above_one: bool = False  # opt-in: scale >= 1 lets a routed wrong trace outrank a right one
     l2: float = 0.1
     order_effect: bool = False
     two_sided: bool = False
@@ -96,6 +101,10 @@ class ArenaSettings:
     verifier_workers: int = 1
     log_metrics: bool = True  # add the referees' per-step counters to the trainer's tracker (arena/*)
     judge: JudgeSettings = field(default_factory=JudgeSettings)
+
+    def __post_init__(self):
+        if self.strategy is None:
+            object.__setattr__(self, "strategy", DEFAULT_STRATEGY.get(self.mode, "live"))
 
     @property
     def uses_judge(self) -> bool:
@@ -123,37 +132,64 @@ def settings_from_config(config: Any) -> ArenaSettings:
 
 
 def validate(settings: ArenaSettings) -> None:
+    """Reject at start-up what would break later, naming the key and its allowed range."""
     _one_of("mode", settings.mode, MODES)
     _one_of("strategy", settings.strategy, STRATEGIES)
     _one_of("on_judge_failure", settings.on_judge_failure, FAILURE_POLICIES)
     _one_of("judge.backend", settings.judge.backend, JUDGE_BACKENDS)
+    for prefix, node in (("", settings), ("judge.", settings.judge)):
+        for f in dataclasses.fields(node):
+            value = getattr(node, f.name)
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ValueError(f"{_PREFIX}.{prefix}{f.name} must be a finite number, got {value!r}")
     if settings.group_size < 1:
         raise ValueError(f"{_PREFIX}.group_size must be >= 1, got {settings.group_size}")
     if settings.budget is not None:
         if settings.strategy in ("live", "round_robin"):
             raise ValueError(f"{_PREFIX}.budget applies to the budgeted strategies, not {settings.strategy!r}")
-        if settings.budget < settings.group_size - 1:
+        needed = (settings.group_size - 1) * (2 if settings.two_sided else 1)
+        if settings.budget < needed:
             raise ValueError(
-                f"{_PREFIX}.budget={settings.budget} cannot connect a group of {settings.group_size} traces"
+                f"{_PREFIX}.budget={settings.budget} cannot connect a group of {settings.group_size} traces: it must "
+                f"be >= {needed} (N - 1{', x2 with two_sided' if settings.two_sided else ''})"
             )
-    for key in ("l2", "group_deadline_s", "tournament_timeout_s", "verifier_timeout_s"):
-        if not getattr(settings, key) > 0:
-            raise ValueError(f"{_PREFIX}.{key} must be > 0, got {getattr(settings, key)!r}")
-    for key in ("diversity_tol", "reward_scale"):
-        if not getattr(settings, key) >= 0:
-            raise ValueError(f"{_PREFIX}.{key} must be >= 0, got {getattr(settings, key)!r}")
+    _in_range("l2", settings.l2, 1e-6, 1e3)
+    for key in ("group_deadline_s", "tournament_timeout_s", "verifier_timeout_s"):
+        _in_range(key, getattr(settings, key), 0.0, _DAY_S, low_open=True)
+    _in_range("diversity_tol", settings.diversity_tol, 0.0, 1.0)
+    if settings.allow_reward_scale_above_one:
+        _in_range("reward_scale", settings.reward_scale, 0.0, 1e3, low_open=True)
+    elif not 0 < settings.reward_scale < 1:
+        raise ValueError(
+            f"{_PREFIX}.reward_scale must be in (0, 1), got {settings.reward_scale!r}: at 1 or more a routed "
+            f"all-incorrect trace can outrank an all-correct one (set {_PREFIX}.allow_reward_scale_above_one=true "
+            "to allow it)"
+        )
+    if settings.mirror_augment and settings.order_effect:
+        raise ValueError(
+            f"{_PREFIX}.mirror_augment and {_PREFIX}.order_effect exclude each other: mirrored verdicts carry no "
+            "position signal, so the order effect could not be fitted"
+        )
     for key in ("num_referees", "verifier_workers"):
         if getattr(settings, key) < 1:
             raise ValueError(f"{_PREFIX}.{key} must be >= 1, got {getattr(settings, key)}")
-    judge = settings.judge
+    _validate_judge(settings.judge)
+
+
+def _validate_judge(judge: JudgeSettings) -> None:
     for key in ("max_concurrency", "max_new_tokens", "max_trace_tokens", "num_engines", "tensor_parallel_size"):
         if getattr(judge, key) < 1:
             raise ValueError(f"{_PREFIX}.judge.{key} must be >= 1, got {getattr(judge, key)}")
     for key in ("retries", "parse_retries"):
         if getattr(judge, key) < 0:
             raise ValueError(f"{_PREFIX}.judge.{key} must be >= 0, got {getattr(judge, key)}")
-    if not judge.timeout_s > 0 or judge.backoff_s < 0 or not 0 < judge.gpu_memory_utilization <= 1:
-        raise ValueError(f"{_PREFIX}.judge: timeout_s must be > 0, backoff_s >= 0, gpu_memory_utilization in (0, 1]")
+    _in_range("judge.timeout_s", judge.timeout_s, 0.0, _DAY_S, low_open=True)
+    _in_range("judge.backoff_s", judge.backoff_s, 0.0, 3600.0)
+    _in_range("judge.gpu_memory_utilization", judge.gpu_memory_utilization, 0.0, 1.0, low_open=True)
+    _in_range("judge.temperature", judge.temperature, 0.0, 100.0)
+    _in_range("judge.retry_temperature", judge.retry_temperature, 0.0, 100.0)
+    _in_range("judge.top_p", judge.top_p, 0.0, 1.0, low_open=True)
+    _in_range("judge.sim_latency_s", judge.sim_latency_s, 0.0, 3600.0)
     if judge.backend in ("transformers", "vllm") and not judge.model_path:
         raise ValueError(f"{_PREFIX}.judge.model_path is required for the {judge.backend} backend")
     if judge.backend == "openai" and not judge.base_url:
@@ -161,8 +197,30 @@ def validate(settings: ArenaSettings) -> None:
     if judge.backend == "openai" and judge.base_url != "verl" and not judge.model_path:
         raise ValueError(f"{_PREFIX}.judge.model_path is required for the openai backend (the served model's name)")
     for key in ("sim_tie_rate", "sim_parse_failure_rate"):
-        if not 0.0 <= getattr(judge, key) <= 1.0:
-            raise ValueError(f"{_PREFIX}.judge.{key} must be in [0, 1], got {getattr(judge, key)!r}")
+        _in_range(f"judge.{key}", getattr(judge, key), 0.0, 1.0)
+    if judge.backend != "simulated":
+        if judge.pairwise_template is not None:
+            _check_template("judge.pairwise_template", judge.pairwise_template, ("{first}", "{second}"))
+        _check_template("judge.pointwise_template", judge.pointwise_template, ("{trace}",))
+
+
+def _check_template(key: str, name: str, needed: tuple[str, ...]) -> None:
+    from .judge.prompts import load_template  # the judge package imports these settings
+
+    try:
+        text = load_template(name)
+    except ValueError as exc:
+        raise ValueError(f"{_PREFIX}.{key}: {exc}") from None
+    missing = [p for p in needed if p not in text]
+    if missing:
+        raise ValueError(f"{_PREFIX}.{key}={name!r} lacks {missing}: it is not a {key.split('.')[-1][:-9]} template")
+
+
+def _in_range(key: str, value: float, low: float, high: float, low_open: bool = False) -> None:
+    ok = (low < value if low_open else low <= value) and value <= high
+    if not ok:
+        bracket = "(" if low_open else "["
+        raise ValueError(f"{_PREFIX}.{key} must be in {bracket}{low:g}, {high:g}], got {value!r}")
 
 
 def _one_of(key: str, value: Any, allowed: tuple[str, ...]) -> None:

@@ -23,6 +23,7 @@ assembled with ``np.bincount`` and factorised by a batched ``np.linalg.solve``. 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -237,6 +238,16 @@ def _solve(groups, l2, order_effect, tol, max_iter):
             break
         step = -np.linalg.solve(hess, grad[..., None])[..., 0]
         params = problem.line_search(params, step, grad)
+    else:
+        grad, _ = problem.gradient_hessian(params)
+        worst = float(np.abs(grad).max(initial=0.0))
+        if worst >= tol:
+            warnings.warn(
+                f"Bradley-Terry fit stopped at max_iter={max_iter} with gradient {worst:.3g} >= tol={tol:g}; "
+                "the strengths are not fully converged",
+                RuntimeWarning,
+                stacklevel=3,
+            )
 
     return sizes, problem, params
 
