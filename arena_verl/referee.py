@@ -46,11 +46,13 @@ FALLBACK_REASONS = {
     5: "late",  # arrived after its group was answered
 }
 FALLBACK_DEADLINE, FALLBACK_JUDGE_ERROR, FALLBACK_REFEREE_LOST, FALLBACK_OVERFLOW, FALLBACK_LATE = 1, 2, 3, 4, 5
+NEUTRAL_SCORE = 0.5  # what a failed pointwise score counts as
 _RECENT_GROUPS = 20_000  # answered groups remembered (without traces) for duplicates and late samples
 _STEPS_KEPT = 512  # per-step counters kept for metrics(step)
 # Every metrics() answer carries these counters (0 when nothing happened), so tracker series stay aligned.
 COUNTERS = (
     "samples",
+    "samples_routed",
     "duplicates",
     "groups",
     "groups_routed",
@@ -88,10 +90,11 @@ class Verdict:
     judge_calls: int = 0  # charged to the whole group
     judge_failures: int = 0  # of the group's judge calls
     fallback: int = 0
+    judged: bool = False  # the reward came from judge verdicts (a routed group whose every call failed: False)
 
     @property
     def routed(self) -> bool:
-        return self.route != ROUTE_VERIFIER
+        return self.judged
 
 
 class _Group:
@@ -285,6 +288,7 @@ class Referee:
                 win_rate=float(win_rate[i]) if result.games[i] else -1.0,
                 judge_calls=result.judge_calls,
                 judge_failures=result.failed_calls,
+                judged=result.failed_calls < result.judge_calls,  # at least one verdict went into the fit
             )
             for i in range(group.size)
         ]
@@ -302,11 +306,11 @@ class Referee:
         failures = sum(1 for x in scores if not isinstance(x, float))
         verdicts = []
         for member, value in zip(group.members, scores):
-            if isinstance(value, float):
-                reward = pointwise_reward(s.mode, value, member.verifier_reward, s.reward_scale)
-                fallback = 0
-            else:
-                reward, fallback = member.verifier_reward, FALLBACK_JUDGE_ERROR
+            judged = isinstance(value, float)
+            # A failed score is the middle of the judge's scale: neutral (the verifier reward in adaptive_pointwise,
+            # 0.5 in the judge-only pointwise baseline, which must not fall back on the verifier), and counted.
+            score = value if judged else NEUTRAL_SCORE
+            reward = pointwise_reward(s.mode, score, member.verifier_reward, s.reward_scale)
             verdicts.append(
                 Verdict(
                     reward=reward,
@@ -314,7 +318,8 @@ class Referee:
                     uniform=uniform,
                     judge_calls=len(group.members),
                     judge_failures=failures,
-                    fallback=fallback,
+                    fallback=0 if judged else FALLBACK_JUDGE_ERROR,
+                    judged=judged,
                 )
             )
         return verdicts
@@ -350,12 +355,17 @@ class Referee:
             self._recent.popitem(last=False)
 
     def _record_group(self, group: _Group, verdicts: list[Verdict], route: int, uniform: bool) -> None:
+        """Count the answered group. Routed means "the reward came from judge verdicts": a group counts as routed
+        when at least one of its samples' rewards did (``samples_routed`` counts them one by one), and its judge
+        calls are charged as routed; calls of a group that got no reward from them (it turned out diverse, every call
+        failed, the deadline or an error came first) are charged as wasted."""
         step = group.members[0].step if group.members else None
         calls = verdicts[0].judge_calls if verdicts else 0
-        fallback = verdicts[0].fallback if verdicts else 0
+        judged = sum(v.judged for v in verdicts)
         self._count(step, "groups")
         self._count(step, "judge_calls", calls)
-        if route != ROUTE_VERIFIER and fallback != FALLBACK_JUDGE_ERROR:
+        self._count(step, "samples_routed", judged)
+        if judged:
             self._count(step, "groups_routed")
             self._count(step, "judge_calls_routed", calls)
             self._last_routed_answer_at = time.time()

@@ -30,7 +30,6 @@ from .judge.base import Trace
 from .judge.prompts import task_of
 from .referee import FALLBACK_REFEREE_LOST, Submission, Verdict
 from .referee_actor import forget_referee, referee_handle
-from .routing import ROUTE_VERIFIER
 from .settings import ArenaSettings, settings_from_config
 from .validation_signal import VALIDATE_KEY
 from .verify import STATUSES, MathVerifier, VerifyResult
@@ -46,7 +45,7 @@ EXTRA_INFO_KEYS = (
     "arena/verifier_reward",  # the verifier's score
     "arena/verify_status",  # index into arena_verl.verify.STATUSES
     "arena/validation",  # 1 = validation sample (never judged)
-    "arena/routed",  # 1 = the reward came from the judge
+    "arena/routed",  # 1 = the reward came from judge verdicts
     "arena/route",  # 0 verifier, 1 tournament, 2 pointwise
     "arena/uniform_group",  # 1 = every verifier reward of the group was equal
     "arena/strength",  # Bradley-Terry strength (0 when not in a tournament)
@@ -194,7 +193,7 @@ def _answer(verified: VerifyResult, verdict: Verdict, validation: bool) -> dict:
         "arena/verifier_reward": float(verified.score),
         "arena/verify_status": float(STATUSES.index(verified.status)),
         "arena/validation": float(validation),
-        "arena/routed": float(verdict.route != ROUTE_VERIFIER),
+        "arena/routed": float(verdict.routed),
         "arena/route": float(verdict.route),
         "arena/uniform_group": float(verdict.uniform),
         "arena/strength": float(verdict.strength),

@@ -195,9 +195,46 @@ def test_a_tournament_past_its_timeout_falls_back_to_verifier_rewards():
     assert referee.metrics()["arena/fallback_judge_error"] == 8
 
 
-def test_pointwise_failures_fall_back_per_sample():
-    verdicts, _ = run(settings(mode="pointwise"), group("g", [1.0] * 8), judge=BrokenJudge())
-    assert all(v.reward == 1.0 and v.fallback == FALLBACK_JUDGE_ERROR for v in verdicts)
+def test_pointwise_failures_get_the_neutral_score_per_sample_and_count_as_not_routed():
+    # RLAIF pointwise is a judge-only baseline: a failed score is 0.5, not the verifier's 1.0.
+    verdicts, referee = run(settings(mode="pointwise"), group("g", [1.0] * 8), judge=BrokenJudge())
+    assert all(v.reward == 0.5 and v.fallback == FALLBACK_JUDGE_ERROR and not v.routed for v in verdicts)
+    # Adaptive pointwise: the neutral score leaves the verifier reward.
+    verdicts, _ = run(settings(mode="adaptive_pointwise"), group("g", [1.0] * 8), judge=BrokenJudge())
+    assert all(v.reward == 1.0 and not v.routed for v in verdicts)
+    metrics = referee.metrics()
+    assert metrics["arena/groups_routed"] == 0 and metrics["arena/samples_routed"] == 0
+    assert metrics["arena/judge_calls_wasted"] == 8 and metrics["arena/fallback_judge_error"] == 8
+
+
+class FlakyScorer(BrokenJudge):
+    """Scores every other call, fails the rest."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    async def score(self, *args, **kwargs):
+        self.count += 1
+        if self.count % 2:
+            raise RuntimeError("judge backend hiccup")
+        return 1.0
+
+
+def test_routed_is_per_sample_where_the_route_is_per_sample():
+    verdicts, referee = run(settings(mode="pointwise"), group("g", [0.0] * 8), judge=FlakyScorer())
+    assert sum(v.routed for v in verdicts) == 4
+    metrics = referee.metrics()
+    # One failed score does not unroute the group nor waste its calls.
+    assert metrics["arena/groups_routed"] == 1 and metrics["arena/samples_routed"] == 4
+    assert metrics["arena/judge_calls_routed"] == 8 and metrics["arena/judge_calls_wasted"] == 0
+
+
+def test_a_tournament_whose_every_call_failed_is_not_routed():
+    verdicts, referee = run(settings(), group("g", [1.0] * 8), judge=BrokenJudge())
+    assert not any(v.routed for v in verdicts)
+    metrics = referee.metrics()
+    assert metrics["arena/alpha_routed"] == 0 and metrics["arena/judge_calls_wasted"] == 18
 
 
 def test_duplicates_get_the_same_answer_and_overflow_gets_the_verifier_reward():
