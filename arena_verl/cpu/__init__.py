@@ -24,6 +24,7 @@ import os
 
 __all__ = ["cpu_platform_selected", "activate"]
 
+
 def cpu_platform_selected() -> bool:
     return os.environ.get("VERL_PLATFORM", "").strip().lower() == "cpu"
 
