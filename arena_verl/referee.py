@@ -247,6 +247,7 @@ class Referee:
             mirror_augment=s.mirror_augment,
             on_failure=s.on_judge_failure,
             prefix_aware=s.prefix_aware,
+            wait_for_verdicts=s.wait_for_verdicts,
         )
 
     async def _answer(self, group: _Group) -> None:

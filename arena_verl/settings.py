@@ -91,6 +91,7 @@ class ArenaSettings:
     on_judge_failure: str = "tie"
     prefix_aware: bool = False  # present a batch's shared trace first in all its calls (prefix cache; see README)
     speculative: bool = True  # start the live tournament while every verifier reward so far agrees
+    wait_for_verdicts: bool = False  # hold an arrival until earlier matches have verdicts (the paper's live rule)
     group_deadline_s: float = 900.0  # from a group's first sample; then verifier rewards (counted fallback)
     tournament_timeout_s: float = 600.0  # from group completion; then verifier rewards (counted fallback)
     num_referees: int = 1  # referee actors, groups sharded by uid

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
-from arena_verl.tournament import SimulatedJudge, fit_bradley_terry, mirror, run_tournament
+from arena_verl.tournament import SimulatedJudge, Tournament, fit_bradley_terry, mirror, run_tournament
 
 
 def run(*args, **kwargs):
@@ -230,3 +230,42 @@ def test_prefix_aware_live_tournament_keeps_its_call_count():
         return await tournament.finish()
 
     assert asyncio.run(scenario()).judge_calls == 18
+
+
+def _pairs_played(wait_for_verdicts: bool, n: int = 8, latency: float = 0.01):
+    """A burst: every trace arrives at once while the judge takes ``latency`` per call."""
+    qualities = BURST_QUALITIES
+
+    async def judge(first, second):
+        await asyncio.sleep(latency)
+        return 1.0 if qualities[first] > qualities[second] else 0.0
+
+    async def scenario():
+        tournament = Tournament(n, judge, "live", seed=3, wait_for_verdicts=wait_for_verdicts)
+        for _ in range(n):
+            tournament.add()
+        result = await tournament.finish()
+        return sorted(tuple(sorted((int(a), int(b)))) for a, b, _ in result.comparisons), result
+
+    return asyncio.run(scenario())
+
+
+# Arrival order unrelated to quality: the verdicts, not the arrival positions, decide who is best, median, worst.
+BURST_QUALITIES = np.array([-1.0, 0.5, 2.0, -2.0, 1.0, 0.0, -0.5, 1.5])
+
+
+def test_waiting_for_verdicts_reproduces_the_sequential_live_rule_under_a_burst():
+    qualities = BURST_QUALITIES
+
+    async def judge(first, second):
+        return 1.0 if qualities[first] > qualities[second] else 0.0
+
+    sequential = asyncio.run(run_tournament(8, judge, "live", seed=3))
+    reference = sorted(tuple(sorted((int(a), int(b)))) for a, b, _ in sequential.comparisons)
+    faithful, result = _pairs_played(wait_for_verdicts=True)
+    eager, _ = _pairs_played(wait_for_verdicts=False)
+    assert faithful == reference  # opponents chosen on the leaderboard with every earlier verdict in
+    assert eager != reference  # a burst scheduled on a stale leaderboard plays other pairs
+    assert len(faithful) == len(eager) == 18
+    # The price: the held arrivals are judged one round after another after the last trace arrived.
+    assert result.rounds_after_last_arrival > 1

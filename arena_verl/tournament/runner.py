@@ -131,6 +131,12 @@ class Tournament:
     complete, spends what the scheduler still wants, waits for every verdict and fits the strengths. ``cancel()``
     stops the calls in flight (a group that turned out diverse). Arguments are those of :func:`run_tournament`.
     Verdicts are recorded in the order the calls were made, so the result does not depend on judge latency.
+
+    ``wait_for_verdicts`` decides what an arrival sees when traces come faster than verdicts. False (eager): its
+    opponents are chosen at once from the verdicts in hand, so a burst of arrivals is scheduled on a leaderboard
+    that has not seen their predecessors' results (the live schedule then degenerates to fixed positions). True
+    (the paper's rule, and what :func:`run_tournament` does): an arrival is held until every match in flight has
+    its verdict, then scheduled; the price is latency, up to one judge round per held arrival.
     """
 
     def __init__(
@@ -148,6 +154,7 @@ class Tournament:
         on_failure: str = "tie",
         max_concurrency: int | None = None,
         prefix_aware: bool = False,
+        wait_for_verdicts: bool = False,
     ):
         if on_failure not in FAILURE_POLICIES:
             raise ValueError(f"on_failure must be one of {FAILURE_POLICIES}, got {on_failure!r}")
@@ -167,18 +174,28 @@ class Tournament:
         self._inflight: set[asyncio.Task] = set()
         self._error: BaseException | None = None
         self.arrived = 0
+        self.admitted = 0  # arrivals handed to the scheduler (fewer than ``arrived`` while held for verdicts)
         self.judge_calls = 0
         self._rounds_after_last = 0
+        self._wait_for_verdicts = wait_for_verdicts
 
     def add(self) -> int:
         """The next trace arrived; returns its index."""
         item = self.arrived
-        pairs = self.scheduler.on_arrival(item)
         self.arrived += 1
         if self.arrived == self.num_items:
             self._rounds_after_last = 0
-        self._dispatch(pairs)
+        if not self._wait_for_verdicts or not self._inflight:
+            self._admit_held()
         return item
+
+    def _admit_held(self) -> None:
+        """Schedule the arrivals not yet scheduled: all of them (eager), or one at a time while nothing is in
+        flight (waiting for verdicts)."""
+        while self.admitted < self.arrived and not (self._wait_for_verdicts and self._inflight):
+            pairs = self.scheduler.on_arrival(self.admitted)
+            self.admitted += 1
+            self._dispatch(pairs)
 
     async def settle(self) -> None:
         """Wait until no judge call is in flight (follow-up calls included)."""
@@ -192,6 +209,14 @@ class Tournament:
         """The group is complete: judge what the scheduler still asks for, then fit."""
         if self.arrived != self.num_items:
             raise ValueError(f"finish() after {self.arrived} of {self.num_items} arrivals")
+        while self.admitted < self.arrived:  # arrivals held for verdicts
+            if self._inflight:
+                await asyncio.wait(set(self._inflight))
+                await asyncio.sleep(0)
+            else:
+                self._admit_held()
+            if self._error is not None:
+                raise self._error
         self.scheduler.on_complete()
         if not self._inflight:
             self._dispatch(self.scheduler.on_idle())
@@ -255,7 +280,10 @@ class Tournament:
             self._error = task.exception()
         if not self._inflight and self._error is None:
             try:
-                self._dispatch(self.scheduler.on_idle())
+                if self.admitted < self.arrived:
+                    self._admit_held()  # the verdicts the held arrivals waited for are in
+                else:
+                    self._dispatch(self.scheduler.on_idle())
             except Exception as exc:  # noqa: BLE001  (surfaced by settle())
                 self._error = exc
 
