@@ -7,10 +7,21 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import logging
 import sys
 from collections.abc import Callable
 
 __all__ = ["after_import"]
+
+logger = logging.getLogger(__name__)
+
+
+def _run_hook(hook: Callable, module) -> None:
+    # A patch that fails must never make the module itself fail to import (it is verl's, on every GPU run too).
+    try:
+        hook(module)
+    except Exception:  # noqa: BLE001
+        logger.warning("arena: patching %s failed; left as it is", module.__name__, exc_info=True)
 
 
 class _PostImportHook(importlib.abc.MetaPathFinder):
@@ -27,7 +38,7 @@ class _PostImportHook(importlib.abc.MetaPathFinder):
 
         def exec_then_hook(module):
             exec_module(module)
-            hook(module)
+            _run_hook(hook, module)
 
         spec.loader.exec_module = exec_then_hook
         return spec
@@ -36,6 +47,6 @@ class _PostImportHook(importlib.abc.MetaPathFinder):
 def after_import(name: str, hook: Callable) -> None:
     """``hook(module)`` once ``name`` is imported: now if it already is, else right after its import."""
     if name in sys.modules:
-        hook(sys.modules[name])
+        _run_hook(hook, sys.modules[name])
     else:
         sys.meta_path.insert(0, _PostImportHook(name, hook))

@@ -94,11 +94,12 @@ class ArenaRewardManager(RewardManagerBase):
         data_source = str(non_tensor.get("data_source", ""))
         verified = await self._verify(data_source, text, ground_truth, extra_info)
 
-        validation = (
-            bool(data.meta_info.get("validate"))
-            or bool(non_tensor.get(VALIDATE_KEY, False))  # set by the trainer (arena_verl.validation_signal)
-            or extra_info.get("split") in self.settings.validation_splits
-        )
+        if VALIDATE_KEY in non_tensor:  # the trainer's own flag (arena_verl.validation_signal): authoritative
+            validation = bool(non_tensor[VALIDATE_KEY])
+        else:  # paths that do not go through the agent loop's reward call: the caller's flag or the data's split
+            validation = bool(data.meta_info.get("validate")) or (
+                extra_info.get("split") in self.settings.validation_splits
+            )
         uid = non_tensor.get("uid")
         if validation or not self.settings.uses_judge or uid is None:
             return _answer(verified, Verdict(reward=verified.score), validation)

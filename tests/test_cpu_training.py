@@ -105,7 +105,8 @@ def assert_arena_step(step: dict) -> None:
 
 def assert_rollout_in_sync(step: dict) -> None:
     assert step["training/rollout_probs_diff_valid"] == 1
-    assert step["training/rollout_probs_diff_max"] < 0.02, step["training/rollout_probs_diff_max"]
+    # Actor and engine both compute in float32: only a stale engine could open a gap larger than rounding.
+    assert step["training/rollout_probs_diff_max"] < 1e-3, step["training/rollout_probs_diff_max"]
 
 
 @pytest.fixture(scope="module")

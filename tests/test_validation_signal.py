@@ -1,7 +1,8 @@
 """The trainer's own validation flag reaches the reward manager (arena_verl.validation_signal), whatever the data
-says; training samples are left as verl builds them."""
+says: every reward call carries it, True or False."""
 
 import asyncio
+import os
 import subprocess
 import sys
 import types
@@ -26,7 +27,7 @@ def fake_agent_loop_module():
     return types.SimpleNamespace(AgentLoopWorker=AgentLoopWorker)
 
 
-def test_the_flag_follows_each_trajectory_and_training_kwargs_are_untouched():
+def test_the_flag_follows_each_trajectory():
     module = fake_agent_loop_module()
     _patch_agent_loop_worker(module)
     _patch_agent_loop_worker(module)  # idempotent
@@ -36,7 +37,10 @@ def test_the_flag_follows_each_trajectory_and_training_kwargs_are_untouched():
     async def run():
         await asyncio.gather(
             *(
-                worker._run_agent_loop({}, {"validate": i % 2 == 1}, agent_name="single", index=i, uid=f"u{i}")
+                # verl's V1 trainer passes the trajectory by keyword, the legacy one by position
+                worker._run_agent_loop({}, trajectory={"validate": i % 2 == 1}, agent_name="single", index=i, uid=i)
+                if i % 4 < 2
+                else worker._run_agent_loop({}, {"validate": i % 2 == 1}, agent_name="single", index=i, uid=i)
                 for i in range(12)
             )
         )
@@ -45,10 +49,28 @@ def test_the_flag_follows_each_trajectory_and_training_kwargs_are_untouched():
     by_index = {kwargs["index"]: kwargs for kwargs in worker.scored}
     assert len(by_index) == 12
     for i, kwargs in by_index.items():
-        if i % 2:
-            assert kwargs[VALIDATE_KEY] is True
-        else:
-            assert VALIDATE_KEY not in kwargs and set(kwargs) == {"index", "uid"}
+        assert kwargs[VALIDATE_KEY] is (i % 2 == 1) and set(kwargs) == {"index", "uid", VALIDATE_KEY}
+
+
+def test_a_changed_verl_signature_is_left_alone_with_a_warning(caplog):
+    module = fake_agent_loop_module()
+
+    async def _compute_score(self, outputs, extra):  # a renamed parameter: wrapping it would break every call
+        return None
+
+    module.AgentLoopWorker._compute_score = _compute_score
+    _patch_agent_loop_worker(module)
+    assert not is_installed(module.AgentLoopWorker) and "has changed" in caplog.text
+
+
+def test_a_failing_patch_never_breaks_the_import(caplog):
+    from arena_verl.import_hooks import after_import
+
+    def broken(module):
+        raise RuntimeError("patch bug")
+
+    after_import("json", broken)  # already imported: applied now, and contained
+    assert "patching json failed" in caplog.text
 
 
 def test_installed_on_verls_real_agent_loop_worker_by_the_plugin():
@@ -63,3 +85,18 @@ def test_installed_on_verls_real_agent_loop_worker_by_the_plugin():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert "'outputs', 'kwargs'" in out.stdout
+
+
+def test_without_entry_points_the_plugin_loads_as_an_external_module():
+    env = {**os.environ, "VERL_USE_EXTERNAL_PLUGINS": "none", "VERL_USE_EXTERNAL_MODULES": "arena_verl.verl_plugin"}
+    code = (
+        "import verl\n"
+        "from verl.experimental.reward_loop.reward_manager import get_reward_manager_cls\n"
+        "import verl.experimental.agent_loop.agent_loop as m\n"
+        "from verl.utils.tracking import Tracking\n"
+        "from arena_verl.validation_signal import is_installed\n"
+        "print(get_reward_manager_cls('arena').__name__, is_installed(m.AgentLoopWorker), Tracking._arena_hook)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["ArenaRewardManager", "True", "True"]

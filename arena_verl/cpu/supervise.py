@@ -6,8 +6,9 @@ The command runs in a session of its own, its output goes to the terminal and to
 process makes itself the *subreaper* of everything the command starts (Linux ``PR_SET_CHILD_SUBREAPER``), so Ray's
 head processes and actors (``TaskRunner``, ``WorkerDict``, agent-loop and reward workers, vLLM engines) stay its
 descendants even when their parents exit first; when the command ends, times out or this process is interrupted,
-every one of them is terminated, then killed. A Ray cluster the command merely connected to (``RAY_ADDRESS``) is
-not a descendant and is left alone. Writes ``OUT_DIR/summary.json`` (see :mod:`.summary`) and prints one line.
+every one of them is terminated, then killed (SIGINT, SIGTERM and SIGHUP of this process included; only its own
+SIGKILL cannot be handled). A Ray cluster the command merely connected to (``RAY_ADDRESS``) is not a descendant and is
+left alone. Writes ``OUT_DIR/summary.json`` (see :mod:`.summary`) and prints one line.
 """
 
 from __future__ import annotations
@@ -41,33 +42,36 @@ def become_subreaper() -> bool:
 
 def reap_descendants(grace_s: float = 10.0) -> int:
     """SIGTERM every descendant of this process, SIGKILL what is left after ``grace_s``; returns how many there were.
-    Ray workers can ignore SIGTERM while busy, hence the kill."""
+    Ray workers can ignore SIGTERM while busy, hence the kill. Processes may exit at any moment meanwhile."""
     import psutil
 
     me = psutil.Process()
-    found: dict[int, psutil.Process] = {}
+    found: set[int] = set()
     deadline = time.monotonic() + grace_s
     while True:
-        alive = [p for p in me.children(recursive=True) if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-        for process in alive:
-            if process.pid not in found:
-                found[process.pid] = process
-                _signal(process, signal.SIGTERM)
+        alive = []
+        for process in me.children(recursive=True):
+            try:
+                if process.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                if process.pid not in found:
+                    found.add(process.pid)
+                    process.send_signal(signal.SIGTERM)
+                alive.append(process)
+            except psutil.Error:  # exited in between
+                continue
+        _collect_zombies()
         if not alive:
             break
         if time.monotonic() > deadline:
             for process in alive:
-                _signal(process, signal.SIGKILL)
+                with contextlib.suppress(psutil.Error):
+                    process.kill()
             psutil.wait_procs(alive, timeout=5)
             break
         time.sleep(0.2)
     _collect_zombies()
     return len(found)
-
-
-def _signal(process, signum) -> None:
-    with contextlib.suppress(Exception):  # already gone
-        process.send_signal(signum)
 
 
 def _collect_zombies() -> None:
@@ -80,57 +84,74 @@ def _collect_zombies() -> None:
             return
 
 
-def run_supervised(command: list[str], timeout_s: float, log_path: Path) -> tuple[int, float, int]:
-    """Run ``command``; returns (exit code, 124 on timeout; wall seconds; processes reaped afterwards)."""
+def run_supervised(command: list[str], timeout_s: float, log_path: Path, grace_s: float = 10.0):
+    """Run ``command``; returns (exit code, 124 on timeout, 128+N when it or this process got signal N; wall seconds;
+    processes reaped afterwards). SIGINT, SIGTERM and SIGHUP stop the run (SIGTERM to its process group, SIGKILL after
+    ``grace_s``) and still reap everything; a second signal kills at once. Only SIGKILL of this process itself
+    leaves the run's processes behind (they then belong to init)."""
     become_subreaper()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    with open(log_path, "wb") as log:
-        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-        tee = threading.Thread(target=_tee, args=(child.stdout, log), daemon=True)
-        tee.start()
-        interrupted = []
+    log = open(log_path, "wb")  # noqa: SIM115  (closed after the tee thread, which outlives a with-block)
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    tee = threading.Thread(target=_tee, args=(child.stdout, log), daemon=True)
+    tee.start()
+    received: list[int] = []
+    stop_since: list[float] = []
 
-        def on_signal(signum, frame):
-            interrupted.append(signum)
-            _stop_group(child)
+    def on_signal(signum, frame):
+        received.append(signum)
+        if len(received) > 1:
+            _signal_group(child, signal.SIGKILL)
+        else:
+            _signal_group(child, signal.SIGTERM)
+            stop_since.append(time.monotonic())
 
-        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            rc = child.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            print(f"\n[supervise] no exit after {timeout_s:.0f} s: stopping the run", file=sys.stderr, flush=True)
-            _stop_group(child)
-            rc = TIMEOUT_RC
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+    handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, on_signal) for s in handled}
+    timed_out = False
+    try:
+        while True:
+            try:
+                rc = child.wait(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            now = time.monotonic()
+            if not timed_out and not stop_since and now - started > timeout_s:
+                print(f"\n[supervise] no exit after {timeout_s:.0f} s: stopping the run", file=sys.stderr, flush=True)
+                timed_out = True
+                _signal_group(child, signal.SIGTERM)
+                stop_since.append(now)
+            if stop_since and now - stop_since[0] > grace_s:
+                _signal_group(child, signal.SIGKILL)
         wall = time.monotonic() - started
-        tee.join(timeout=5)
-    reaped = reap_descendants()
-    if interrupted:
-        rc = 128 + interrupted[0]
+        reaped = reap_descendants(grace_s)  # still under the handlers: an interrupt here cannot orphan anything
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    tee.join(timeout=5)  # every writer of the pipe is gone now, so the tee reads to its end
+    log.close()
+    if received:
+        rc = 128 + received[0]
+    elif timed_out:
+        rc = TIMEOUT_RC
+    elif rc < 0:
+        rc = 128 - rc  # the command was killed by a signal
     return rc, wall, reaped
 
 
-def _stop_group(child: subprocess.Popen, grace_s: float = 10.0) -> None:
-    for signum in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(child.pid, signum)
-        except ProcessLookupError:
-            return
-        try:
-            child.wait(timeout=grace_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+def _signal_group(child: subprocess.Popen, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signum)
 
 
 def _tee(stream, log) -> None:
     for line in iter(stream.readline, b""):
-        log.write(line)
-        sys.stdout.buffer.write(line)
-        sys.stdout.flush()
+        with contextlib.suppress(ValueError, OSError):
+            log.write(line)
+            sys.stdout.buffer.write(line)
+            sys.stdout.flush()
 
 
 def main(argv: list[str] | None = None) -> int:

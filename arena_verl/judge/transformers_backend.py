@@ -35,6 +35,10 @@ class TransformersJudge(ModelJudge):
         self.model = AutoModelForCausalLM.from_pretrained(settings.model_path, dtype=dtype).to(settings.device)
         self.model.eval()
         self._model_lock = threading.Lock()
+        # Every id that ends a generation (Llama-3 instruct models stop at <|eot_id|> as well as at eos).
+        configured = getattr(self.model.generation_config, "eos_token_id", None)
+        configured = configured if isinstance(configured, (list, tuple)) else [configured]
+        self._stop_ids = {int(i) for i in (*configured, self.tokenizer.eos_token_id) if i is not None}
         super().__init__(
             settings,
             count_tokens=lambda text: len(self.tokenizer.encode(text)),
@@ -59,6 +63,5 @@ class TransformersJudge(ModelJudge):
                 **(sampling if temperature > 0 else {"do_sample": False}),
             )
         new_tokens = output[0, inputs["input_ids"].shape[1] :]
-        eos = self.tokenizer.eos_token_id
-        ended = len(new_tokens) < self.settings.max_new_tokens or (eos is not None and int(new_tokens[-1]) == eos)
+        ended = len(new_tokens) < self.settings.max_new_tokens or int(new_tokens[-1]) in self._stop_ids
         return Reply(self.tokenizer.decode(new_tokens, skip_special_tokens=True), truncated=not ended)
