@@ -154,6 +154,7 @@ def test_resume_from_the_step_1_checkpoint_continues_to_step_2_without_double_co
 def test_legacy_trainer_with_sharded_referees_keeps_the_rollout_in_sync(assets, tmp_path):
     summary = cpu_smoke(
         tmp_path / "legacy", assets, "reward.num_workers=2", "reward.arena.num_referees=2",
+        f"data.val_files={assets['val']}",  # rows that say split=train: the legacy trainer's own flag must do it
         LEGACY="1", STRATEGY="round_robin", STEPS="2",
     )  # fmt: skip
     assert summary["steps_completed"] == 2
@@ -163,7 +164,8 @@ def test_legacy_trainer_with_sharded_referees_keeps_the_rollout_in_sync(assets, 
         assert_rollout_in_sync(step)
     assert abs(second["actor/entropy"] - first["actor/entropy"]) > 1e-3  # the policy changed in between
     assert_validation_by_verifier_only(summary)
-    # The recipe marked a copy of the validation file (its rows said split=train).
+    # The recipe also marked a copy of the validation file (its rows said split=train); the override above used the
+    # original.
     marked = pd.read_parquet(tmp_path / "legacy" / "data" / "val_marked.parquet")
     assert {info["split"] for info in marked["extra_info"]} == {"test"}
 

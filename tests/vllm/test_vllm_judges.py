@@ -45,13 +45,15 @@ def test_vllm_engine_in_a_ray_actor(toy_model, ray_cpu):
         outcomes = await asyncio.gather(
             *(judge.compare("What is 2+2?", Trace(f"try {i}"), Trace("4")) for i in range(3))
         )
-        text = await judge._engines[0].generate.remote([{"role": "user", "content": "hello"}], 0.0)
-        return outcomes, text
+        text, truncated = await judge._engines[0].generate.remote([{"role": "user", "content": "hello"}], 0.0)
+        return outcomes, text, truncated
 
-    outcomes, text = asyncio.run(scenario())
+    outcomes, text, truncated = asyncio.run(scenario())
     assert isinstance(text, str) and len(text) > 0  # the engine generated
+    assert isinstance(truncated, bool)  # vLLM's finish_reason says whether max_tokens cut it
     assert outcomes == [None, None, None]
     assert (judge.stats.calls, judge.stats.failures, judge.stats.parse_failures, judge.stats.errors) == (3, 3, 6, 0)
+    assert 0 <= judge.stats.truncated <= judge.stats.parse_failures
 
 
 def test_a_dead_engine_is_replaced_and_the_call_retried(toy_model, ray_cpu):
