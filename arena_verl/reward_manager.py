@@ -32,7 +32,7 @@ from .referee import FALLBACK_REFEREE_LOST, Submission, Verdict
 from .referee_actor import forget_referee, referee_handle
 from .settings import ArenaSettings, settings_from_config
 from .validation_signal import VALIDATE_KEY
-from .verify import STATUSES, MathVerifier, VerifyResult
+from .verify import STATUSES, MathVerifier, VerifyResult, ground_truth_text
 
 logger = logging.getLogger(__name__)
 _UNAVAILABLE_PATIENCE_S = 120.0  # how long a sample waits for a restarting referee
@@ -76,7 +76,11 @@ class ArenaRewardManager(RewardManagerBase):
         if cls._class_initialized:
             return
         settings = settings_from_config(config)
-        cls._verifier = MathVerifier(timeout_s=settings.verifier_timeout_s, num_workers=settings.verifier_workers)
+        cls._verifier = MathVerifier(
+            timeout_s=settings.verifier_timeout_s,
+            num_workers=settings.verifier_workers,
+            extraction=settings.answer_extraction,
+        )
         cls._class_initialized = True
 
     async def run_single(self, data: DataProto) -> dict:
@@ -111,7 +115,7 @@ class ArenaRewardManager(RewardManagerBase):
             problem=await self.loop.run_in_executor(None, self._problem_text, item),
             trace=Trace(text=text, quality_hint=_float_or_none(extra_info.get("sim_quality"))),
             verifier_reward=verified.score,
-            reference=None if ground_truth is None else str(ground_truth),
+            reference=ground_truth_text(ground_truth),
             step=_int_or_none(non_tensor.get("global_steps")),
             task=task_of(data_source, self.settings.math_data_sources),
         )

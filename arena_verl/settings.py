@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .tournament import FAILURE_POLICIES, STRATEGIES
+from .verify import EXTRACTION_MODES
 
 __all__ = ["MODES", "JUDGE_BACKENDS", "JudgeSettings", "ArenaSettings", "settings_from_config"]
 
@@ -100,6 +101,7 @@ class ArenaSettings:
     math_data_sources: tuple[str, ...] = ("math", "gsm8k", "aime", "amc", "olympiad", "numina", "deepscaler")
     verifier_timeout_s: float = 10.0
     verifier_workers: int = 1
+    answer_extraction: str = "boxed"  # boxed | lenient: a trace without a box is read by math-verify's extraction
     log_metrics: bool = True  # add the referees' per-step counters to the trainer's tracker (arena/*)
     judge: JudgeSettings = field(default_factory=JudgeSettings)
 
@@ -137,6 +139,7 @@ def validate(settings: ArenaSettings) -> None:
     _one_of("mode", settings.mode, MODES)
     _one_of("strategy", settings.strategy, STRATEGIES)
     _one_of("on_judge_failure", settings.on_judge_failure, FAILURE_POLICIES)
+    _one_of("answer_extraction", settings.answer_extraction, EXTRACTION_MODES)
     _one_of("judge.backend", settings.judge.backend, JUDGE_BACKENDS)
     for prefix, node in (("", settings), ("judge.", settings.judge)):
         for f in dataclasses.fields(node):

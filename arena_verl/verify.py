@@ -6,10 +6,12 @@ Answer extraction (done here, before math-verify sees anything), in the trace's 
 - several different boxed answers are one set answer when the reference is a set of several values (gold
   ``(2, 2), (6, 2)``: ``\\boxed{(2, 2)}`` and ``\\boxed{(6, 2)}`` are compared as ``(2, 2), (6, 2)``); for a
   single-valued reference they are a hedge and score 0 (status ``hedged``);
-- an "answer is X" / "Answer: X" / "final answer is X" form on the last non-empty line counts when it comes after
-  every box, or when there is no box ("Final Answer: The largest $n$ is 34." gives ``34``);
-- ``extraction="lenient"`` only: without a box or an answer line, math-verify's own LaTeX and expression extraction
-  runs on the trace's last ``lenient_chars`` characters (``... so $x = 5$``);
+- an "answer is X" / "Answer: X" / "final answer is X" form on the last non-empty line counts when there is no box
+  ("Final Answer: The largest $n$ is 34." gives ``34``), and when it states a value after every box ("\\boxed{200}
+  ... \\boxed{255} ... Final Answer: The final answer is $10,455$." gives ``10,455``);
+- ``extraction="lenient"``: without a box, math-verify's own LaTeX and expression extraction (its "final answer
+  is" / "answer:" anchors first) reads the trace's last ``lenient_chars`` characters instead of the answer-line rule
+  (``... so we get $x = 5$.`` gives ``5``); boxes follow the rules above;
 - anything else (no answer, an answer only in the middle of the trace, an empty trace) scores 0.
 
 Equivalence is math-verify's (``parse`` + ``verify``): ``1/2``, ``0.5``, ``\\frac{1}{2}``, ``\\dfrac12`` and ``2/4`` all
@@ -74,6 +76,14 @@ _BOX_OPENERS = ("\\boxed{", "\\fbox{", "\\boxed {")
 _ANSWER_LINE = re.compile(r".*\banswer\s*(?:is\b\s*:?|:|=)\s*(?P<answer>.+?)\s*$", re.IGNORECASE)
 _I_HOPE = re.compile(r"\.?\s*I hope\b.*$", re.IGNORECASE)  # "... is $5$. I hope it is correct."
 _PROSE_IS = re.compile(r"^.*\bis\b\s*:?\s*", re.IGNORECASE)  # "The largest $n$ is 34" gives "34"
+# The math that opens an answer: $$...$$, $...$ (a closing $ is not an escaped \$), \(...\), \[...\].
+_MATH_FIRST = re.compile(
+    r"\$\$(?P<display>.+?)\$\$|\$(?P<inline>.+?)(?<!\\)\$|\\\((?P<paren>.+?)\\\)|\\\[(?P<bracket>.+?)\\\]", re.DOTALL
+)
+_MATH_JOINT = re.compile(r"\s*(?:,\s*(?:and|or)?|and|or)\s*(?=\$|\\\(|\\\[)")  # "$12$ and $13$"
+_SENTENCE_END = re.compile(r"\.\s")
+_MATHY = re.compile(r"[\d\\^=+*/<>()\[\]{}]")  # a digit, a LaTeX command or an operator
+_QUOTES = re.compile(r'^(?:\\?["\u201c\u201d])+|(?:\\?["\u201c\u201d])+$')
 _GRACE_S = 5.0  # past timeout_s, a worker that has not answered is killed
 _START_TIMEOUT_S = 120.0  # a new worker (python + math-verify + sympy imports) must be ready by then
 
@@ -121,7 +131,7 @@ def _extract(text: Any, tail_chars: int, lenient_chars: int = 0) -> _Extraction:
     boxes = _boxed_contents(tail)
     if boxes:
         after_boxes = _answer_on_line(line[max(0, boxes[-1][1] - line_start) :])
-        if after_boxes is not None:
+        if after_boxes is not None and _MATHY.search(after_boxes):  # not "... the answer is correct."
             return _Extraction((after_boxes,), "ok")  # an explicit final answer after every box
         distinct: dict[str, str] = {}
         for content, _ in boxes:
@@ -149,8 +159,19 @@ def _answer_on_line(line: str) -> str | None:
     match = _ANSWER_LINE.match(line.replace("*", ""))
     if match is None:
         return None
-    answer = _I_HOPE.sub("", match.group("answer")).strip().rstrip(".").strip()
-    if re.search(r"[A-Za-z]{2,}\s", answer) and not answer.startswith(("$", "\\")):
+    answer = _QUOTES.sub("", _I_HOPE.sub("", match.group("answer")).strip())
+    maths = []  # "is $16,\\!386.20$. I apologize ...": the math that follows; "$12$ and $13$": both
+    position = 0
+    while (math := _MATH_FIRST.match(answer, position)) is not None:
+        maths.append(math.group(math.lastgroup).strip())
+        joint = _MATH_JOINT.match(answer, math.end())
+        if joint is None:
+            break
+        position = joint.end()
+    if maths:
+        return ", ".join(m for m in maths if m) or None
+    answer = _SENTENCE_END.split(answer, maxsplit=1)[0].strip()  # the sentence ("...", not a decimal point)
+    if re.search(r"[A-Za-z]{2,}\s", answer):
         answer = _PROSE_IS.sub("", answer)  # prose before the value: "The largest $n$ is 34"
     answer = answer.strip().rstrip(".").strip().strip("$").strip()
     return answer or None
@@ -280,13 +301,13 @@ def _worker_main(parent_pid: int, request_fd: int, reply_fd: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="parent-watch", daemon=True).start()
     import math_verify  # noqa: F401  (imported before the first task, so that it does not count against it)
 
-    replies.send(("ready", os.getpid()))
-    while True:
-        try:
+    try:
+        replies.send(("ready", os.getpid()))
+        while True:
             task = requests.recv()
-        except (EOFError, OSError):
-            os._exit(0)  # the parent closed the pipe (close(), exit) or died
-        replies.send(_verify_worker(*task))
+            replies.send(_verify_worker(*task))
+    except (EOFError, OSError):
+        os._exit(0)  # the parent closed the pipes (close(), exit) or died
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -503,8 +524,8 @@ class MathVerifier:
     max_answer_chars : int
         A longer extracted answer (or ground truth) is not parsed: status ``error``.
     extraction : str
-        ``boxed`` (default): boxed answers and answer lines only. ``lenient``: in addition, math-verify's own
-        extraction on the last ``lenient_chars`` characters of a trace that has neither.
+        ``boxed`` (default): boxed answers and answer lines only. ``lenient``: a trace without a box is read by
+        math-verify's own LaTeX + expression extraction (its last ``lenient_chars`` characters).
     lenient_chars : int
         How much of the trace's end ``lenient`` extraction reads.
     """
@@ -516,7 +537,7 @@ class MathVerifier:
         tail_chars: int = 4000,
         max_answer_chars: int = 1000,
         extraction: str = "boxed",
-        lenient_chars: int = 1000,
+        lenient_chars: int = 4000,
     ):
         if timeout_s <= 0 or num_workers < 1:
             raise ValueError("timeout_s must be > 0 and num_workers >= 1")

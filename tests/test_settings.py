@@ -58,6 +58,7 @@ def test_values_are_read_and_typed():
         ({"budget": 10, "strategy": "live"}, r"reward\.arena\.budget applies to the budgeted"),
         ({"budget": 3, "strategy": "info_gain"}, r"cannot connect a group of 8"),
         ({"num_referees": 0}, r"reward\.arena\.num_referees must be >= 1"),
+        ({"answer_extraction": "loose"}, r"reward\.arena\.answer_extraction must be one of"),
         ({"validation_splits": "test"}, r"reward\.arena\.validation_splits must be a list of strings"),
         ("arena", r"reward\.arena must be a mapping"),
         ({"judge": {"backend": "transformers"}}, r"reward\.arena\.judge\.model_path is required"),
@@ -118,3 +119,8 @@ def test_the_config_file_leaves_the_strategy_to_the_mode():
 def test_reward_scale_above_one_with_the_opt_in():
     s = settings_from_config(config({"reward_scale": 2.0, "allow_reward_scale_above_one": True}))
     assert s.reward_scale == 2.0
+
+
+def test_answer_extraction():
+    assert settings_from_config(config()).answer_extraction == "boxed"
+    assert settings_from_config(config({"answer_extraction": "lenient"})).answer_extraction == "lenient"
