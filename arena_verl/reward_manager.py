@@ -53,6 +53,7 @@ EXTRA_INFO_KEYS = (
     "arena/judge_calls",  # judge calls charged to the sample's group
     "arena/judge_failures",  # of those, calls without a usable verdict
     "arena/fallback",  # 0 none, 1 deadline, 2 judge_error, 3 referee_lost, 4 overflow, 5 late
+    "acc",  # 1 if the verifier said correct: verl's DAPO filter (filter_groups.metric=acc) and val-core acc metrics
 )
 
 
@@ -206,6 +207,7 @@ def _answer(verified: VerifyResult, verdict: Verdict, validation: bool) -> dict:
         "arena/judge_calls": float(verdict.judge_calls),
         "arena/judge_failures": float(verdict.judge_failures),
         "arena/fallback": float(verdict.fallback),
+        "acc": float(verified.status == "correct"),
     }
     reward = float(verdict.reward)
     if not math.isfinite(reward):  # never reached through the referee (it cleans its inputs); a last safety net

@@ -177,10 +177,11 @@ def validate(settings: ArenaSettings) -> None:
     for key in ("num_referees", "verifier_workers"):
         if getattr(settings, key) < 1:
             raise ValueError(f"{_PREFIX}.{key} must be >= 1, got {getattr(settings, key)}")
-    _validate_judge(settings.judge)
+    _validate_judge(settings.judge, needed=settings.uses_judge)
 
 
-def _validate_judge(judge: JudgeSettings) -> None:
+def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
+    """Ranges always; what only a judge that will run needs (a model, an address, templates) when ``needed``."""
     for key in ("max_concurrency", "max_new_tokens", "max_trace_tokens", "num_engines", "tensor_parallel_size"):
         if getattr(judge, key) < 1:
             raise ValueError(f"{_PREFIX}.judge.{key} must be >= 1, got {getattr(judge, key)}")
@@ -194,14 +195,16 @@ def _validate_judge(judge: JudgeSettings) -> None:
     _in_range("judge.retry_temperature", judge.retry_temperature, 0.0, 100.0)
     _in_range("judge.top_p", judge.top_p, 0.0, 1.0, low_open=True)
     _in_range("judge.sim_latency_s", judge.sim_latency_s, 0.0, 3600.0)
+    for key in ("sim_tie_rate", "sim_parse_failure_rate"):
+        _in_range(f"judge.{key}", getattr(judge, key), 0.0, 1.0)
+    if not needed:  # rlvr: the judge never runs (a shared config may still name one)
+        return
     if judge.backend in ("transformers", "vllm") and not judge.model_path:
         raise ValueError(f"{_PREFIX}.judge.model_path is required for the {judge.backend} backend")
     if judge.backend == "openai" and not judge.base_url:
         raise ValueError(f"{_PREFIX}.judge.base_url is required for the openai backend ('verl': verl's own router)")
     if judge.backend == "openai" and judge.base_url != "verl" and not judge.model_path:
         raise ValueError(f"{_PREFIX}.judge.model_path is required for the openai backend (the served model's name)")
-    for key in ("sim_tie_rate", "sim_parse_failure_rate"):
-        _in_range(f"judge.{key}", getattr(judge, key), 0.0, 1.0)
     if judge.backend != "simulated":
         if judge.pairwise_template is not None:
             _check_template("judge.pairwise_template", judge.pairwise_template, ("{first}", "{second}"))

@@ -111,7 +111,8 @@ def test_the_mode_picks_its_strategy_unless_one_is_given():
 def test_the_config_file_leaves_the_strategy_to_the_mode():
     from pathlib import Path
 
-    arena = OmegaConf.load(Path(__file__).resolve().parents[1] / "configs" / "arena_ppo.yaml").reward.arena
+    manager = Path(__file__).resolve().parents[1] / "configs" / "arena_manager" / "default.yaml"
+    arena = OmegaConf.load(manager).reward.arena
     arena.mode = "tournament_all"
     assert settings_from_config(config(OmegaConf.to_container(arena))).strategy == "round_robin"
 
