@@ -6,6 +6,7 @@ verl 0.9.1 does not tell a reward manager which samples are validation samples, 
 
     python -m arena_verl.data mark-split ~/data/math/test.parquet --split test
     python -m arena_verl.data make-arithmetic train.parquet --rows 64 --split train --seed 0
+    python -m arena_verl.data convert aime_2024.jsonl --output aime2024.parquet --data-source aime2024 --split test
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["mark_split", "make_arithmetic", "splits_of"]
+__all__ = ["mark_split", "make_arithmetic", "splits_of", "convert_qa"]
+
+MATH_SUFFIX = "Please reason step by step, and put your final answer within \\boxed{}."
 
 
 def mark_split(path: str | Path, split: str, output: str | Path | None = None) -> int:
@@ -69,6 +72,54 @@ def make_arithmetic(
     return rows
 
 
+def convert_qa(
+    source: str | Path,
+    output: str | Path,
+    *,
+    data_source: str,
+    split: str,
+    question_key: str = "problem",
+    answer_key: str = "answer",
+    suffix: str = MATH_SUFFIX,
+    ability: str = "math",
+) -> int:
+    """A local question/answer file (parquet, jsonl or json, as public math sets ship them) as a verl parquet file:
+    ``prompt`` (one user message: the question and ``suffix``), ``data_source``, ``ability``,
+    ``reward_model.ground_truth`` (the answer as text) and ``extra_info.split/index``. Rows without a question or an
+    answer are an error that names the row. Returns the row count."""
+    import pandas as pd
+
+    source = Path(source)
+    if source.suffix == ".parquet":
+        frame = pd.read_parquet(source)
+    elif source.suffix in (".jsonl", ".json"):
+        frame = pd.read_json(source, lines=source.suffix == ".jsonl")
+    else:
+        raise ValueError(f"{source}: expected a .parquet, .jsonl or .json file")
+    missing = [key for key in (question_key, answer_key) if key not in frame.columns]
+    if missing:
+        raise ValueError(f"{source}: no column {missing} (columns: {sorted(map(str, frame.columns))})")
+    records = []
+    for index, (question, answer) in enumerate(zip(frame[question_key], frame[answer_key])):
+        if not isinstance(question, str) or not question.strip() or answer is None or str(answer).strip() == "":
+            raise ValueError(f"{source}: row {index} has no {question_key!r} or no {answer_key!r}")
+        content = f"{question.strip()}\n\n{suffix}" if suffix else question.strip()
+        records.append(
+            {
+                "data_source": data_source,
+                "prompt": [{"role": "user", "content": content}],
+                "ability": ability,
+                "reward_model": {"style": "rule", "ground_truth": str(answer).strip()},
+                "extra_info": {"split": split, "index": index},
+            }
+        )
+    if not records:
+        raise ValueError(f"{source}: no rows")
+    Path(output).parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame.from_records(records).to_parquet(output)
+    return len(records)
+
+
 def splits_of(path: str | Path) -> set:
     """The set of ``extra_info.split`` values in a verl parquet file (None for rows without one)."""
     import pandas as pd
@@ -93,6 +144,14 @@ def main(argv: list[str] | None = None) -> None:
     make.add_argument("--rows", type=int, default=64)
     make.add_argument("--split", default="train")
     make.add_argument("--seed", type=int, default=0)
+    conv = commands.add_parser("convert", help="a local question/answer file (parquet/jsonl/json) as verl parquet")
+    conv.add_argument("path")
+    conv.add_argument("--output", required=True)
+    conv.add_argument("--data-source", required=True, help="e.g. aime2024 (matched by reward.arena.math_data_sources)")
+    conv.add_argument("--split", required=True, help="train, or test/val for validation files")
+    conv.add_argument("--question-key", default="problem")
+    conv.add_argument("--answer-key", default="answer")
+    conv.add_argument("--suffix", default=MATH_SUFFIX, help="appended to each question ('' for none)")
     check = commands.add_parser("has-split", help="exit 0 if every row's extra_info.split is one of SPLITS, else 1")
     check.add_argument("path")
     check.add_argument("splits", nargs="+")
@@ -103,6 +162,17 @@ def main(argv: list[str] | None = None) -> None:
     elif args.command == "make-arithmetic":
         rows = make_arithmetic(args.path, args.rows, args.split, args.seed)
         print(f"{rows} arithmetic problems (split={args.split!r}) -> {args.path}")
+    elif args.command == "convert":
+        rows = convert_qa(
+            args.path,
+            args.output,
+            data_source=args.data_source,
+            split=args.split,
+            question_key=args.question_key,
+            answer_key=args.answer_key,
+            suffix=args.suffix,
+        )
+        print(f"{rows} rows ({args.data_source}, split={args.split!r}) -> {args.output}")
     else:
         found = splits_of(args.path)
         raise SystemExit(0 if found <= set(args.splits) else 1)
