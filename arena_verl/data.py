@@ -47,7 +47,6 @@ def make_arithmetic(
     ``data_source`` (matched by the arena's math verifier), ``ability``, ``reward_model.ground_truth`` and
     ``extra_info.split/index``. Returns the row count."""
     import numpy as np
-    import pandas as pd
 
     if rows < 1:
         raise ValueError(f"rows must be >= 1, got {rows}")
@@ -58,17 +57,8 @@ def make_arithmetic(
         op = ("+", "-", "*")[index % 3]
         answer = {"+": a + b, "-": a - b, "*": a * b}[op]
         question = f"What is {a} {op} {b}? Put the final answer in \\boxed{{}}."
-        records.append(
-            {
-                "data_source": data_source,
-                "prompt": [{"role": "user", "content": question}],
-                "ability": "math",
-                "reward_model": {"style": "rule", "ground_truth": str(answer)},
-                "extra_info": {"split": split, "index": index},
-            }
-        )
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame.from_records(records).to_parquet(path)
+        records.append(_verl_row(data_source, question, str(answer), split, index))
+    _write(records, path)
     return rows
 
 
@@ -104,20 +94,29 @@ def convert_qa(
         if not isinstance(question, str) or not question.strip() or answer is None or str(answer).strip() == "":
             raise ValueError(f"{source}: row {index} has no {question_key!r} or no {answer_key!r}")
         content = f"{question.strip()}\n\n{suffix}" if suffix else question.strip()
-        records.append(
-            {
-                "data_source": data_source,
-                "prompt": [{"role": "user", "content": content}],
-                "ability": ability,
-                "reward_model": {"style": "rule", "ground_truth": str(answer).strip()},
-                "extra_info": {"split": split, "index": index},
-            }
-        )
+        records.append(_verl_row(data_source, content, str(answer).strip(), split, index, ability))
     if not records:
         raise ValueError(f"{source}: no rows")
-    Path(output).parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame.from_records(records).to_parquet(output)
+    _write(records, output)
     return len(records)
+
+
+def _verl_row(data_source: str, user_message: str, ground_truth: str, split: str, index: int, ability: str = "math"):
+    """One row in verl's parquet layout (as verl's own preprocessing scripts write it)."""
+    return {
+        "data_source": data_source,
+        "prompt": [{"role": "user", "content": user_message}],
+        "ability": ability,
+        "reward_model": {"style": "rule", "ground_truth": ground_truth},
+        "extra_info": {"split": split, "index": index},
+    }
+
+
+def _write(records: list[dict], path: str | Path) -> None:
+    import pandas as pd
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame.from_records(records).to_parquet(path)
 
 
 def splits_of(path: str | Path) -> set:

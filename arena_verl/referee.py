@@ -30,7 +30,7 @@ from .routing import (
     tournament_rewards,
 )
 from .settings import ArenaSettings
-from .tournament import Tournament, being_cancelled, valid_outcome
+from .tournament import Tournament, contained, valid_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -90,11 +90,7 @@ class Verdict:
     judge_calls: int = 0  # charged to the whole group
     judge_failures: int = 0  # of the group's judge calls
     fallback: int = 0
-    judged: bool = False  # the reward came from judge verdicts (a routed group whose every call failed: False)
-
-    @property
-    def routed(self) -> bool:
-        return self.judged
+    routed: bool = False  # the reward came from judge verdicts (a tournament whose every call failed: False)
 
 
 class _Group:
@@ -222,7 +218,8 @@ class Referee:
         caller itself propagates."""
         async with self._limiter:
             try:
-                return await asyncio.wait_for(_contained(call), self.settings.judge.call_budget_s)
+                # contained inside wait_for's own task: asyncio lets SystemExit/KeyboardInterrupt out of a task
+                return await asyncio.wait_for(contained(call, "judge call"), self.settings.judge.call_budget_s)
             except asyncio.TimeoutError:
                 return None
 
@@ -289,7 +286,7 @@ class Referee:
                 win_rate=float(win_rate[i]) if result.games[i] else -1.0,
                 judge_calls=result.judge_calls,
                 judge_failures=result.failed_calls,
-                judged=result.failed_calls < result.judge_calls,  # at least one verdict went into the fit
+                routed=result.failed_calls < result.judge_calls,  # at least one verdict went into the fit
             )
             for i in range(group.size)
         ]
@@ -320,7 +317,7 @@ class Referee:
                     judge_calls=len(group.members),
                     judge_failures=failures,
                     fallback=0 if judged else FALLBACK_JUDGE_ERROR,
-                    judged=judged,
+                    routed=judged,
                 )
             )
         return verdicts
@@ -362,11 +359,11 @@ class Referee:
         failed, the deadline or an error came first) are charged as wasted."""
         step = group.members[0].step if group.members else None
         calls = verdicts[0].judge_calls if verdicts else 0
-        judged = sum(v.judged for v in verdicts)
+        routed = sum(v.routed for v in verdicts)
         self._count(step, "groups")
         self._count(step, "judge_calls", calls)
-        self._count(step, "samples_routed", judged)
-        if judged:
+        self._count(step, "samples_routed", routed)
+        if routed:
             self._count(step, "groups_routed")
             self._count(step, "judge_calls_routed", calls)
             self._last_routed_answer_at = time.time()
@@ -403,21 +400,6 @@ def derive_metrics(counts: dict[str, float]) -> dict[str, float]:
     out["arena/all_correct_share_of_uniform"] = counts.get("groups_all_correct", 0) / uniform if uniform else 0.0
     out["arena/judge_calls_per_routed_group"] = counts.get("judge_calls_routed", 0) / routed if routed else 0.0
     return out
-
-
-async def _contained(call):
-    """Await a judge call inside the task that runs it, so that what it raises is caught there: asyncio lets
-    ``SystemExit`` and ``KeyboardInterrupt`` out of a task straight through the event loop."""
-    try:
-        return await call
-    except asyncio.CancelledError:
-        if being_cancelled():
-            raise
-        logger.warning("judge raised CancelledError of its own; counted as a failed call")
-        return None
-    except BaseException:  # noqa: BLE001  (any error, SystemExit and KeyboardInterrupt too: a failed call)
-        logger.warning("judge call failed", exc_info=True)
-        return None
 
 
 def group_key(uid) -> str:

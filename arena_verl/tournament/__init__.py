@@ -6,7 +6,14 @@ Pure numpy/scipy: no Ray, verl, vLLM or HTTP imports, so it can be tested and be
 from .bradley_terry import as_comparison_array, bradley_terry_posterior, fit_bradley_terry, fit_bradley_terry_batch
 from .order import mirror, present
 from .rewards import strengths_to_rewards
-from .runner import FAILURE_POLICIES, Tournament, TournamentResult, being_cancelled, run_tournament, valid_outcome
+from .runner import (
+    FAILURE_POLICIES,
+    Tournament,
+    TournamentResult,
+    contained,
+    run_tournament,
+    valid_outcome,
+)
 from .schedulers import (
     STRATEGIES,
     InfoGainScheduler,
@@ -41,7 +48,7 @@ __all__ = [
     "position_bias_for_first_win_rate",
     "present",
     "round_robin_call_count",
-    "being_cancelled",
+    "contained",
     "run_tournament",
     "valid_outcome",
     "strengths_to_rewards",

@@ -209,14 +209,8 @@ class Tournament:
         """The group is complete: judge what the scheduler still asks for, then fit."""
         if self.arrived != self.num_items:
             raise ValueError(f"finish() after {self.arrived} of {self.num_items} arrivals")
-        while self.admitted < self.arrived:  # arrivals held for verdicts
-            if self._inflight:
-                await asyncio.wait(set(self._inflight))
-                await asyncio.sleep(0)
-            else:
-                self._admit_held()
-            if self._error is not None:
-                raise self._error
+        # Arrivals held for verdicts are admitted as those verdicts come in (held ones imply calls in flight).
+        await self.settle()
         self.scheduler.on_complete()
         if not self._inflight:
             self._dispatch(self.scheduler.on_idle())
@@ -303,28 +297,35 @@ class _Tally:
 
 
 async def _call(judge: Judge, first: int, second: int, limiter: asyncio.Semaphore | None) -> float | None:
-    """One judge call; an exception or an invalid verdict is a failure (``None``), never a win or a crash. Only the
-    cancellation of this call itself propagates: a ``CancelledError`` the judge raises on its own (an inner task of
-    its was cancelled), and ``SystemExit`` / ``KeyboardInterrupt`` raised inside it, are failed calls too, so no judge
-    can take the tournament, or the loop that runs it, down."""
-    try:
-        if limiter is None:
-            outcome = await judge(first, second)
-        else:
-            async with limiter:
-                outcome = await judge(first, second)
-    except asyncio.CancelledError:
-        if being_cancelled():
-            raise
-        logger.warning("judge call (%d, %d) raised CancelledError of its own; counted as failed", first, second)
-        return None
-    except BaseException:  # noqa: BLE001  (any judge error is counted as a failure, by design)
-        logger.warning("judge call (%d, %d) failed", first, second, exc_info=True)
-        return None
+    """One judge call; an exception or an invalid verdict is a failure (``None``), never a win or a crash."""
+    what = f"judge call ({first}, {second})"
+    if limiter is None:
+        outcome = await contained(judge(first, second), what)
+    else:
+        async with limiter:
+            outcome = await contained(judge(first, second), what)
     value = valid_outcome(outcome)
     if value is None and outcome is not None:
         logger.warning("judge returned an invalid outcome %r for (%d, %d)", outcome, first, second)
     return value
+
+
+async def contained(call: Awaitable, what: str = "judge call"):
+    """Await ``call``; whatever it raises is a failure (``None``), logged. Only the cancellation of the running task
+    itself propagates: a ``CancelledError`` the judge raises on its own (an inner task of its was cancelled), and
+    ``SystemExit`` / ``KeyboardInterrupt`` raised inside it, are failures too, so no judge can take the tournament,
+    or the loop that runs it, down. Await it in the task that runs the call (asyncio lets ``SystemExit`` out of a
+    task straight through the event loop)."""
+    try:
+        return await call
+    except asyncio.CancelledError:
+        if being_cancelled():
+            raise
+        logger.warning("%s raised CancelledError of its own; counted as failed", what)
+        return None
+    except BaseException:  # noqa: BLE001  (any judge error is counted as a failure, by design)
+        logger.warning("%s failed", what, exc_info=True)
+        return None
 
 
 def valid_outcome(outcome, allowed: tuple[float, ...] | None = None) -> float | None:
