@@ -17,7 +17,31 @@ from .settings import ArenaSettings, settings_from_config
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["install_tracking_hook", "ArenaMetricsReader"]
+__all__ = ["install_tracking_hook", "ArenaMetricsReader", "generation_metrics", "DISCARDED_SAMPLE_KEYS"]
+
+# Rollouts verl 0.9.1's V1 replay buffer generated for a step but did not train on (trainer/ppo/v1/replay_buffer.py):
+# groups DAPO filtered out, surplus groups past the batch, stale groups, failed rollouts.
+DISCARDED_SAMPLE_KEYS = (
+    "training/filter_groups/evicted_samples",
+    "training/filter_groups/discarded_surplus_samples",
+    "training/off_policy/evicted_samples",
+    "training/rollout_failure/evicted_samples",
+)
+
+
+def generation_metrics(data: dict, samples_per_batch: int) -> dict[str, float]:
+    """``arena/generations``: the rollouts a training step generated (the batch's ``train_batch_size * rollout.n``
+    plus what the replay buffer discarded for that step), and ``arena/generations_discarded``. This is what the
+    paper compares between RLVR + DAPO (which regenerates non-diverse groups) and the arena (which keeps them)."""
+    discarded = sum(float(data.get(key, 0.0) or 0.0) for key in DISCARDED_SAMPLE_KEYS)
+    return {"arena/generations": samples_per_batch + discarded, "arena/generations_discarded": discarded}
+
+
+def _samples_per_batch(config: Any) -> int:
+    try:  # verl hands Tracking a plain dict (or a DictConfig)
+        return int(config["data"]["train_batch_size"]) * int(config["actor_rollout_ref"]["rollout"]["n"])
+    except Exception:  # noqa: BLE001  (a config without these keys: no generation count)
+        return 0
 
 
 class ArenaMetricsReader:
@@ -60,10 +84,17 @@ class ArenaMetricsReader:
         return metrics
 
 
-def reader_from_config(config: Any) -> ArenaMetricsReader | None:
+def _uses_arena(config: Any) -> bool:
     try:
         reward_manager = ((config or {}).get("reward") or {}).get("reward_manager") or {}
-        if reward_manager.get("name") not in ("arena", "ArenaRewardManager"):
+        return reward_manager.get("name") in ("arena", "ArenaRewardManager")
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def reader_from_config(config: Any) -> ArenaMetricsReader | None:
+    try:
+        if not _uses_arena(config):
             return None
         settings = settings_from_config(config)
     except Exception as exc:  # noqa: BLE001  (bad settings are reported by the reward manager itself)
@@ -83,12 +114,16 @@ def install_tracking_hook() -> None:
         original_init(self, *args, **kwargs)
         config = kwargs.get("config", args[3] if len(args) > 3 else None)
         self._arena_metrics = reader_from_config(config)
+        self._arena_samples_per_batch = _samples_per_batch(config) if _uses_arena(config) else 0
 
     def log(self, data, step, backend=None):
-        reader = getattr(self, "_arena_metrics", None)
-        if reader is not None and "training/global_step" in data:
+        if "training/global_step" in data:
+            reader = getattr(self, "_arena_metrics", None)
             try:
-                data = {**data, **reader.step_metrics()}
+                if getattr(self, "_arena_samples_per_batch", 0):
+                    data = {**data, **generation_metrics(data, self._arena_samples_per_batch)}
+                if reader is not None:
+                    data = {**data, **reader.step_metrics()}
             except Exception as exc:  # noqa: BLE001
                 logger.warning("arena metrics not logged for step %s: %r", step, exc)
         return original_log(self, data, step, backend)

