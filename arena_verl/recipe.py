@@ -61,6 +61,9 @@ SHOWN_KEYS = (
     "reward.reward_manager.name",
     "reward.custom_reward_function.path",
 )
+# data_source values verl 0.9.1's default_compute_score scores by running the generated code (sandbox_fusion with
+# reward.sandbox_fusion.url, else prime_code in a local process).
+SANDBOX_DATA_SOURCES = frozenset({"codecontests", "apps", "codeforces", "taco"})
 # Non-diverse shares of groups (the paper's alpha: groups whose verifier rewards agree) to show the judge load at.
 ALPHAS = (0.25, 0.5, 0.75)
 
@@ -141,7 +144,26 @@ def path_problems(config) -> list[str]:
         rm_path = _select(config, "reward.reward_model.model_path")
         if not rm_path or not Path(str(rm_path)).expanduser().exists():
             problems.append(f"reward.reward_model.model_path: {rm_path} does not exist")
+    if not _select(config, "reward.sandbox_fusion.url"):
+        for key in ("data.train_files", "data.val_files"):
+            for path in _as_list(_plain(_select(config, key))):
+                code = sorted(_data_sources(path) & SANDBOX_DATA_SOURCES)
+                if code:
+                    problems.append(
+                        f"{key}: {path} has code problems ({', '.join(code)}) and reward.sandbox_fusion.url is not "
+                        "set: verl would run the generated code on the reward workers, outside a sandbox"
+                    )
     return problems
+
+
+def _data_sources(path: str) -> set[str]:
+    """The data_source values of a parquet file (empty when it cannot be read: path_problems reports that)."""
+    try:
+        import pyarrow.parquet as pq
+
+        return {str(v) for v in pq.read_table(path, columns=["data_source"]).column(0).unique().to_pylist()}
+    except Exception:  # noqa: BLE001
+        return set()
 
 
 def judge_calls_per_group(settings) -> int:

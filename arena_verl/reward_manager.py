@@ -26,6 +26,7 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
+from . import multiple_choice
 from .judge.base import Trace
 from .judge.prompts import task_of
 from .referee import FALLBACK_REFEREE_LOST, Submission, Verdict
@@ -148,6 +149,8 @@ class ArenaRewardManager(RewardManagerBase):
 
     async def _verify(self, data_source: str, text: str, ground_truth: Any, extra_info: dict) -> VerifyResult:
         scorer = self.user_scorer
+        if scorer is None and _is_math(data_source, self.settings.multiple_choice_data_sources):
+            return _multiple_choice(text, ground_truth, data_source)
         if scorer is None and _is_math(data_source, self.settings.math_data_sources):
             return await self.loop.run_in_executor(None, self._verifier.score, text, ground_truth)
         scorer = scorer or self.default_scorer
@@ -160,7 +163,7 @@ class ArenaRewardManager(RewardManagerBase):
             score = float(result["score"] if isinstance(result, dict) else result)
             if not math.isfinite(score):
                 raise ValueError(f"score {score!r} is not finite")
-            return VerifyResult(score, "correct" if score > 0 else "wrong")
+            return VerifyResult(score, "correct" if _solved(result, score) else "wrong")
         except Exception as exc:  # noqa: BLE001  (a scorer that raises gives 0, counted as an error)
             logger.warning("reward function failed on a %s sample (%r); scored 0", data_source, exc)
             return VerifyResult(0.0, "error")
@@ -220,6 +223,26 @@ def _sample_key(session_id: Any) -> str:
     # verl's V1 trainer numbers the samples of a group (session_id). Without it (legacy trainer, batch path) every
     # call is a sample of its own; the referee then recognises the batch path's padding copies by their content.
     return f"session-{session_id}" if session_id is not None else f"call-{uuid.uuid4().hex}"
+
+
+def _solved(result: Any, score: float) -> bool:
+    """Correctness ("acc") from a reward function's answer: its own ``acc`` when it gives one (verl's math_dapo), else
+    a full score (1 for right; verl's code scorers give the fraction of tests passed, and 0.1 passed is not solved)."""
+    if isinstance(result, dict) and "acc" in result:
+        return bool(result["acc"])
+    return score >= 1.0
+
+
+def _multiple_choice(text: str, ground_truth: Any, data_source: str) -> VerifyResult:
+    """The reply's letter against a one-letter ground truth (GPQA); verl has no such scorer and would score 0."""
+    try:
+        score = multiple_choice.score(text, ground_truth)
+    except ValueError as exc:  # a broken ground truth: counted as an error, never a crash
+        logger.warning("multiple-choice sample of %s not scored: %s", data_source, exc)
+        return VerifyResult(0.0, "error")
+    if score > 0:
+        return VerifyResult(1.0, "correct")
+    return VerifyResult(0.0, "wrong" if multiple_choice.extract_choice(text) else "no_answer")
 
 
 def _is_math(data_source: str, patterns: tuple[str, ...]) -> bool:

@@ -99,6 +99,7 @@ class ArenaSettings:
     referee_name: str = "arena_referee"
     validation_splits: tuple[str, ...] = ("test", "val", "validation")  # extra_info.split values of validation data
     math_data_sources: tuple[str, ...] = ("math", "gsm8k", "aime", "amc", "olympiad", "numina", "deepscaler")
+    multiple_choice_data_sources: tuple[str, ...] = ("gpqa",)  # scored by arena_verl.multiple_choice (one letter)
     verifier_timeout_s: float = 10.0
     verifier_workers: int = 1
     answer_extraction: str = "boxed"  # boxed | lenient: a trace without a box is read by math-verify's extraction

@@ -173,3 +173,18 @@ def test_runlog_tables_step_time_and_generations(tmp_path, capsys):
     assert report[str(tmp_path / "live" / "metrics.jsonl")]["means"]["judge_calls"] == 36
     assert "generations_per_hour" in capsys.readouterr().out
     assert runlog.main([str(tmp_path / "missing")]) == 2
+
+
+def test_code_problems_without_a_sandbox_are_refused(tmp_path):
+    """verl would run generated code on the reward workers (prime_code) when no sandbox URL is set."""
+    import pandas as pd
+
+    data = tmp_path / "lcb.parquet"
+    pd.DataFrame({"data_source": ["codecontests"], "prompt": [[{"role": "user", "content": "x"}]]}).to_parquet(data)
+    overrides = [f"data.train_files=['{data}']", f"data.val_files=['{data}']", "reward.arena.mode=rlvr"]
+    config = recipe.compose_experiment("rlvr", overrides)
+    assert any("sandbox_fusion.url" in p for p in recipe.path_problems(config))
+    sandboxed = recipe.compose_experiment(
+        "rlvr", [*overrides, "reward.sandbox_fusion.url=http://sandbox:8080/run_code"]
+    )
+    assert not any("sandbox" in p for p in recipe.path_problems(sandboxed))

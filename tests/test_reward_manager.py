@@ -82,3 +82,44 @@ def test_verl_reward_fn_is_the_verifier():
 
     assert compute_score("anything", "so \\boxed{1/2}", "0.5") == {"score": 1.0, "acc": 1.0}
     assert compute_score("anything", "no answer", "0.5")["score"] == 0.0
+
+
+def test_multiple_choice_sources_are_scored_by_letter_not_by_verls_default():
+    """verl 0.9.1's default_compute_score has no GPQA scorer (it raises, which would score every sample 0)."""
+    from verl.utils.reward_score import default_compute_score
+
+    manager = reward_manager.ArenaRewardManager.__new__(reward_manager.ArenaRewardManager)
+    manager.settings = ArenaSettings(group_size=8)
+    manager.user_scorer, manager.default_scorer = None, default_compute_score
+
+    def verify(text, truth, source="gpqa_diamond"):
+        async def run():
+            manager.loop = asyncio.get_running_loop()
+            return await manager._verify(source, text, truth, {})
+
+        return asyncio.run(run())
+
+    assert verify("... so the answer is \\boxed{C}", "C") == reward_manager.VerifyResult(1.0, "correct")
+    assert verify("\\boxed{B}", "C").status == "wrong"
+    assert verify("\\boxed{B} or \\boxed{C}", "C").status == "no_answer"  # a hedge never wins
+    assert verify("\\boxed{C}", "not a letter").status == "error"  # a broken data file: counted, no crash
+    assert verify("\\boxed{C}", "C", source="my_gpqa_subset").score == 1.0
+    assert verify("\\boxed{C}", "C", source="other_mc").status == "error"  # not listed: verl's default raises
+
+
+@pytest.mark.parametrize(
+    ("result", "solved"),
+    [(1.0, True), (True, True), (0.3, False), (-1.0, False), ({"score": -1.0, "acc": False}, False),
+     ({"score": 1.0, "acc": True}, True), ({"score": 0.5, "acc": True}, True), (0.9999, False)],
+)  # fmt: skip
+def test_acc_of_a_reward_function_is_its_own_acc_or_a_full_score(result, solved):
+    """A code scorer's fraction of passed tests (0.3) is not a solved problem (pass@k and DAPO's acc filter)."""
+    manager = reward_manager.ArenaRewardManager.__new__(reward_manager.ArenaRewardManager)
+    manager.settings = ArenaSettings(group_size=8)
+    manager.user_scorer, manager.default_scorer = None, lambda **kwargs: result
+
+    async def run():
+        manager.loop = asyncio.get_running_loop()
+        return await manager._verify("codecontests", "print(1)", "{}", {})
+
+    assert (asyncio.run(run()).status == "correct") is solved
