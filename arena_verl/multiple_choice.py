@@ -149,7 +149,7 @@ def _names_a_choice(text: str, allowed: str) -> bool:
 
 
 def _another_choice_follows(text: str, allowed: str) -> bool:
-    """ "or"/"and"/","/"/" and then a letter (``or C``, ``, (b)``) in the text after the answer."""
+    """After the answer: "or", "and", "," or "/" and then a letter (``or C``, ``, (b)``)."""
     return re.search(r"(?:\b(?i:or|and)\b|[,/&])\s*" + _choice_token(allowed).pattern, _plain(text)) is not None
 
 
