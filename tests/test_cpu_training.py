@@ -8,6 +8,7 @@ the judge is the SIMULATED judge."""
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -93,6 +94,7 @@ def assert_arena_step(step: dict) -> None:
     # Training-step counters cover the step's training samples only (no validation groups mixed in).
     assert step["arena/samples"] == BATCH * N and step["arena/groups"] == BATCH
     assert step["arena/duplicates"] == 0
+    assert step["arena/generations"] == BATCH * N and step["arena/generations_discarded"] == 0
     for reason in ("deadline", "judge_error", "referee_lost", "overflow", "late"):
         assert step[f"arena/fallback_{reason}"] == 0, reason
     # The toy policy is always wrong: every group is non-diverse and routed, so a non-zero advantage can only come
@@ -101,6 +103,29 @@ def assert_arena_step(step: dict) -> None:
     assert step["arena/judge_calls_per_routed_group"] == 6  # live schedule at N=4: 1 + 2 + 3(N-3)
     assert step["critic/advantages/max"] > 0.5 and step["critic/advantages/min"] < -0.5
     assert 0.0 <= step["arena/tail_after_last_sample_s"] < 60.0
+
+
+def evaluate_dumps(out_dir: Path, val_file: Path, tmp_path: Path) -> dict:
+    """scripts/eval/evaluate.py on the run's validation dumps, joined to the validation parquet."""
+    report = tmp_path / "eval.json"
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "eval" / "evaluate.py"), "--dumps", str(out_dir / "validation"),
+         "--data", str(val_file), "--step", "all", "--k", "1", "2", "--json", str(report)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(report.read_text())
+
+
+def assert_evaluated(report: dict, steps: list[int]) -> None:
+    """Every validation prompt of every validation was joined and scored by math-verify: n=2 samples each."""
+    results = [r for step in report["steps"] for r in step["benchmarks"]]
+    assert sorted(step["step"] for step in report["steps"]) == steps
+    for result in results:
+        assert (result["benchmark"], result["kind"], result["scored_by"]) == ("arithmetic_math", "math", "math-verify")
+        assert (result["prompts"], result["samples_per_prompt"], result["samples"]) == (2, 2, 4)
+        assert 0.0 <= result["avg_pass_ratio"] <= 1.0
+        assert result["pass_at_k"]["1"] == pytest.approx(result["avg_pass_ratio"])
 
 
 def assert_rollout_in_sync(step: dict) -> None:
@@ -116,7 +141,7 @@ def first_run(assets):
         out_dir, assets,
         "trainer.save_freq=1", "reward.arena.group_deadline_s=900",
         # the validation file as it is (the recipe would mark a copy): the trainer's signal alone must do it
-        f"data.val_files={assets['val']}",
+        f"data.val_files={assets['val']}", f"trainer.validation_data_dir={out_dir / 'validation'}",
         STEPS="1",
     )  # fmt: skip
     return out_dir, summary
@@ -138,6 +163,11 @@ def test_v1_trainer_with_the_arena_runs_a_step_and_validates_without_the_referee
     assert (out_dir / "checkpoints" / "global_step_1").is_dir()
 
 
+def test_evaluation_reads_the_v1_trainers_validation_dumps(assets, first_run, tmp_path):
+    out_dir, _ = first_run
+    assert_evaluated(evaluate_dumps(out_dir, assets["val"], tmp_path), steps=[0, 1])
+
+
 def test_resume_from_the_step_1_checkpoint_continues_to_step_2_without_double_counting(assets, first_run):
     out_dir, first = first_run
     summary = cpu_smoke(out_dir, assets, "trainer.resume_mode=auto", f"data.val_files={assets['val']}", STEPS="2")
@@ -155,6 +185,7 @@ def test_legacy_trainer_with_sharded_referees_keeps_the_rollout_in_sync(assets, 
     summary = cpu_smoke(
         tmp_path / "legacy", assets, "reward.num_workers=2", "reward.arena.num_referees=2",
         f"data.val_files={assets['val']}",  # rows that say split=train: the legacy trainer's own flag must do it
+        f"trainer.validation_data_dir={tmp_path / 'legacy' / 'validation'}",
         LEGACY="1", STRATEGY="round_robin", STEPS="2",
     )  # fmt: skip
     assert summary["steps_completed"] == 2
@@ -168,6 +199,7 @@ def test_legacy_trainer_with_sharded_referees_keeps_the_rollout_in_sync(assets, 
     # original.
     marked = pd.read_parquet(tmp_path / "legacy" / "data" / "val_marked.parquet")
     assert {info["split"] for info in marked["extra_info"]} == {"test"}
+    assert_evaluated(evaluate_dumps(tmp_path / "legacy", assets["val"], tmp_path), steps=[0, 2])
 
 
 def test_rlvr_mode_never_reaches_a_referee(assets, tmp_path):
@@ -175,5 +207,6 @@ def test_rlvr_mode_never_reaches_a_referee(assets, tmp_path):
     (step,) = summary["steps"]
     # The toy policy's rewards are all 0 and rlvr keeps them: zero advantages, no referee, no judge.
     assert step["arena/groups"] == 0 and step["arena/judge_calls"] == 0
+    assert step["arena/generations"] == BATCH * N  # counted without a referee too (RLVR + DAPO's comparison)
     assert step["critic/rewards/mean"] == 0 and step["critic/advantages/max"] == 0
     assert val_mean(summary, "arena/validation") == 1.0
