@@ -453,7 +453,10 @@ def _unpack(text: str | bytes, where: str) -> str:
         raw = inflater.decompress(base64.b64decode(text, validate=True), MAX_DECOMPRESSED_BYTES)
         too_large = bool(inflater.unconsumed_tail)
         value = None if too_large else _NoGlobalsUnpickler(io.BytesIO(raw)).load()
-    except (binascii.Error, zlib.error, pickle.UnpicklingError, EOFError, ValueError) as exc:
+    # A corrupt pickle can raise almost anything from the unpickler's opcodes (KeyError on a bad memo, IndexError
+    # on an empty stack, ...): all of it means "not test cases", never a traceback.
+    except (binascii.Error, zlib.error, pickle.UnpicklingError, EOFError, ValueError, KeyError, IndexError,
+            TypeError, AttributeError, OverflowError, MemoryError, RecursionError) as exc:  # fmt: skip
         raise DataError(
             f"{where}: neither JSON nor base64+zlib+pickle test cases ({exc}); --public-tests-only keeps the "
             "public tests"
@@ -461,7 +464,10 @@ def _unpack(text: str | bytes, where: str) -> str:
     if too_large:
         raise DataError(f"{where}: decompresses to more than {MAX_DECOMPRESSED_BYTES} bytes")
     if isinstance(value, bytes):
-        value = value.decode("utf-8", errors="strict")
+        try:
+            value = value.decode("utf-8", errors="strict")
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{where}: the unpickled test cases are not UTF-8 text ({exc})") from None
     if not isinstance(value, str):
         raise DataError(f"{where}: the unpickled test cases are a {type(value).__name__}, expected JSON text")
     return value

@@ -156,6 +156,44 @@ def path_problems(config) -> list[str]:
     return problems
 
 
+def gpus_needed(config) -> dict[str, int]:
+    """GPUs the run takes from its Ray cluster: the trainer's pools and the judge where it runs inside the cluster
+    (``vllm`` engines in Ray actors, or verl's reward-model pool)."""
+    from arena_verl.settings import settings_from_config
+
+    needed = {"trainer": int(_select(config, "trainer.nnodes")) * int(_select(config, "trainer.n_gpus_per_node"))}
+    if _select(config, "reward.reward_model.enable") and _select(config, "reward.reward_model.enable_resource_pool"):
+        nodes, per_node = (
+            _select(config, "reward.reward_model.nnodes"),
+            _select(config, "reward.reward_model.n_gpus_per_node"),
+        )
+        needed["verl reward model"] = int(nodes) * int(per_node)
+    settings = settings_from_config(config)
+    if settings.uses_judge and settings.judge.backend == "vllm":
+        needed["judge engines"] = settings.judge.num_engines * settings.judge.tensor_parallel_size
+    return needed
+
+
+def cluster_problems(config, cluster_gpus: float) -> list[str]:
+    """A run that asks for more GPUs than its Ray cluster has would wait forever for them (the judge's engines or
+    verl's pools pending: every routed group would fall back to verifier rewards at its deadline)."""
+    needed = gpus_needed(config)
+    if sum(needed.values()) <= cluster_gpus:
+        return []
+    parts = ", ".join(f"{name} {count}" for name, count in needed.items())
+    return [f"the run needs {sum(needed.values())} GPUs ({parts}) but the Ray cluster has {cluster_gpus:g}"]
+
+
+def _cluster_gpus() -> float:
+    import ray
+
+    ray.init(address="auto", logging_level="ERROR", log_to_driver=False)
+    try:
+        return float(ray.cluster_resources().get("GPU", 0.0))
+    finally:
+        ray.shutdown()
+
+
 def _data_sources(path: str) -> set[str]:
     """The data_source values of a parquet file (empty when it cannot be read: path_problems reports that)."""
     try:
@@ -209,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("--config-name", required=True)
     show.add_argument("--config-dir", default=str(CONFIG_DIR))
     show.add_argument("--strict", action="store_true", help="missing paths are errors (exit 2)")
+    show.add_argument("--check-cluster", action="store_true", help="compare the GPUs needed with RAY_ADDRESS's cluster")
     show.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
     try:
@@ -216,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
         values = shown_values(config)
         load = judge_load_lines(config)
         problems = path_problems(config)
+        if args.check_cluster:
+            problems += cluster_problems(config, _cluster_gpus())
     except Exception as exc:  # noqa: BLE001  (a bad config is one clear line, not a traceback)
         print(f"error: the config does not compose or is invalid: {exc}", file=sys.stderr)
         return 2

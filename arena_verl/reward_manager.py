@@ -69,9 +69,15 @@ class ArenaRewardManager(RewardManagerBase):
         super().__init__(config, tokenizer, compute_score)
         self.settings: ArenaSettings = _with_verl_router(settings_from_config(config), config, reward_router_address)
         custom = config.reward.get("custom_reward_function", {}) or {}
-        # verl hands us either the user's function or its own default_compute_score.
-        self.user_scorer = compute_score if custom.get("path") else None
-        self.default_scorer = compute_score
+        # verl hands us either the user's function or its own default_compute_score. arena-verl's own verifier
+        # function (needed only to make verl call this manager beside a served judge) is not a user's function:
+        # the manager's routing (multiple choice, math, verl's scorers with their sandbox) stays in charge.
+        if custom.get("path") and not _is_own_reward_fn(custom.get("path")):
+            self.user_scorer, self.default_scorer = compute_score, compute_score
+        elif custom.get("path"):
+            self.user_scorer, self.default_scorer = None, _verl_default_scorer(config)
+        else:
+            self.user_scorer, self.default_scorer = None, compute_score
 
     @classmethod
     def init_class(cls, config, tokenizer):
@@ -223,6 +229,30 @@ def _sample_key(session_id: Any) -> str:
     # verl's V1 trainer numbers the samples of a group (session_id). Without it (legacy trainer, batch path) every
     # call is a sample of its own; the referee then recognises the batch path's padding copies by their content.
     return f"session-{session_id}" if session_id is not None else f"call-{uuid.uuid4().hex}"
+
+
+def _is_own_reward_fn(path: Any) -> bool:
+    return str(path).removeprefix("pkg://").replace("/", ".").removesuffix(".py").endswith("arena_verl.verl_reward_fn")
+
+
+def _verl_default_scorer(config):
+    """verl's default_compute_score with the job's sandbox settings, as verl builds it without a custom function
+    (verl shares one semaphore across its processes; here one per reward worker bounds each worker's calls)."""
+    import threading
+    from functools import partial
+
+    from verl.utils.reward_score import default_compute_score
+
+    sandbox = config.reward.get("sandbox_fusion", {}) or {}
+    url = sandbox.get("url")
+    if not url:
+        return default_compute_score
+    return partial(
+        default_compute_score,
+        sandbox_fusion_url=url,
+        concurrent_semaphore=threading.Semaphore(int(sandbox.get("max_concurrent", 64))),
+        memory_limit_mb=sandbox.get("memory_limit_mb", 1024),
+    )
 
 
 def _solved(result: Any, score: float) -> bool:

@@ -1,4 +1,5 @@
-"""Per-step figures of a training run, from verl's file logger (``$RUN_DIR/metrics.jsonl``, which every recipe writes):
+"""Per-step figures of a training run, from verl's file logger (``$RUN_DIR/metrics/<attempt>.jsonl``, which every
+recipe writes):
 step time and generations per step, as the paper compares RLVR + DAPO (which regenerates non-diverse groups) with the
 arena (which keeps them and pays judge calls instead).
 
@@ -34,20 +35,29 @@ COLUMNS = (
 )
 
 
-def _metrics_file(path: Path) -> Path:
+def metrics_files(path: Path) -> list[Path]:
+    """A run's metrics files, oldest first: ``RUN_DIR/metrics/*.jsonl`` (one per attempt; the recipes name them by
+    start time, since verl's file logger truncates its file) and ``RUN_DIR/metrics.jsonl`` (recipes/cpu_smoke.sh);
+    or the file itself."""
     path = Path(path)
-    return path / "metrics.jsonl" if path.is_dir() else path
+    if not path.is_dir():
+        return [path] if path.exists() else []
+    attempts = sorted((path / "metrics").glob("*.jsonl")) if (path / "metrics").is_dir() else []
+    single = [path / "metrics.jsonl"] if (path / "metrics.jsonl").exists() else []
+    return single + attempts
 
 
 def step_rows(path: Path) -> list[dict[str, float | None]]:
-    """One row per logged training step (the last record of a step wins, as after a resume)."""
-    metrics = _metrics_file(path)
-    if not metrics.exists():
-        raise FileNotFoundError(f"{metrics}: no such file (a recipe writes it as $RUN_DIR/metrics.jsonl)")
-    rows = []
-    for step in summarise(metrics, rc=0, wall_s=0.0)["steps"]:
-        rows.append({column: _number(step.get(key)) for column, key in COLUMNS})
-    return rows
+    """One row per logged training step over every attempt of the run (a step logged again after a resume: the
+    later attempt's record wins)."""
+    files = metrics_files(path)
+    if not files:
+        raise FileNotFoundError(f"{path}: no metrics (the recipes write RUN_DIR/metrics/<attempt>.jsonl)")
+    steps: dict[int, dict] = {}
+    for metrics in files:
+        for step in summarise(metrics, rc=0, wall_s=0.0)["steps"]:
+            steps[int(step["training/global_step"])] = step
+    return [{column: _number(steps[s].get(key)) for column, key in COLUMNS} for s in sorted(steps)]
 
 
 def run_means(rows: list[dict[str, float | None]]) -> dict[str, float | None]:

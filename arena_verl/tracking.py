@@ -19,8 +19,9 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["install_tracking_hook", "ArenaMetricsReader", "generation_metrics", "DISCARDED_SAMPLE_KEYS"]
 
-# Rollouts verl 0.9.1's V1 replay buffer generated for a step but did not train on (trainer/ppo/v1/replay_buffer.py):
-# groups DAPO filtered out, surplus groups past the batch, stale groups, failed rollouts.
+# Prompt groups verl 0.9.1's V1 replay buffer generated for a step but did not train on
+# (trainer/ppo/v1/replay_buffer.py; despite the "_samples" names, each counts prompt uids, i.e. groups of rollout.n):
+# groups DAPO filtered out, surplus groups past the batch, stale groups, failed groups.
 DISCARDED_SAMPLE_KEYS = (
     "training/filter_groups/evicted_samples",
     "training/filter_groups/discarded_surplus_samples",
@@ -29,19 +30,22 @@ DISCARDED_SAMPLE_KEYS = (
 )
 
 
-def generation_metrics(data: dict, samples_per_batch: int) -> dict[str, float]:
+def generation_metrics(data: dict, prompts_per_batch: int, group_size: int) -> dict[str, float]:
     """``arena/generations``: the rollouts a training step generated (the batch's ``train_batch_size * rollout.n``
-    plus what the replay buffer discarded for that step), and ``arena/generations_discarded``. This is what the
-    paper compares between RLVR + DAPO (which regenerates non-diverse groups) and the arena (which keeps them)."""
-    discarded = sum(float(data.get(key, 0.0) or 0.0) for key in DISCARDED_SAMPLE_KEYS)
-    return {"arena/generations": samples_per_batch + discarded, "arena/generations_discarded": discarded}
+    plus the rollouts of the groups the replay buffer discarded for that step), and ``arena/generations_discarded``.
+    This is what the paper compares between RLVR + DAPO (which regenerates non-diverse groups) and the arena (which
+    keeps them)."""
+    discarded_groups = sum(float(data.get(key, 0.0) or 0.0) for key in DISCARDED_SAMPLE_KEYS)
+    discarded = discarded_groups * group_size
+    return {"arena/generations": prompts_per_batch * group_size + discarded, "arena/generations_discarded": discarded}
 
 
-def _samples_per_batch(config: Any) -> int:
+def _batch_shape(config: Any) -> tuple[int, int]:
+    """(prompts per step, rollouts per prompt), or (0, 0) when the config lacks them (no generation count)."""
     try:  # verl hands Tracking a plain dict (or a DictConfig)
-        return int(config["data"]["train_batch_size"]) * int(config["actor_rollout_ref"]["rollout"]["n"])
-    except Exception:  # noqa: BLE001  (a config without these keys: no generation count)
-        return 0
+        return int(config["data"]["train_batch_size"]), int(config["actor_rollout_ref"]["rollout"]["n"])
+    except Exception:  # noqa: BLE001
+        return 0, 0
 
 
 class ArenaMetricsReader:
@@ -114,14 +118,15 @@ def install_tracking_hook() -> None:
         original_init(self, *args, **kwargs)
         config = kwargs.get("config", args[3] if len(args) > 3 else None)
         self._arena_metrics = reader_from_config(config)
-        self._arena_samples_per_batch = _samples_per_batch(config) if _uses_arena(config) else 0
+        self._arena_batch_shape = _batch_shape(config) if _uses_arena(config) else (0, 0)
 
     def log(self, data, step, backend=None):
         if "training/global_step" in data:
             reader = getattr(self, "_arena_metrics", None)
             try:
-                if getattr(self, "_arena_samples_per_batch", 0):
-                    data = {**data, **generation_metrics(data, self._arena_samples_per_batch)}
+                prompts, group_size = getattr(self, "_arena_batch_shape", (0, 0))
+                if prompts and group_size:
+                    data = {**data, **generation_metrics(data, prompts, group_size)}
                 if reader is not None:
                     data = {**data, **reader.step_metrics()}
             except Exception as exc:  # noqa: BLE001

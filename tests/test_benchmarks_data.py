@@ -287,6 +287,18 @@ def test_a_pickle_that_would_run_code_is_refused_and_never_run(tmp_path):
     assert len(frame) == 1
 
 
+@pytest.mark.parametrize(
+    "payload",
+    [b"h\x00.", b"\x80\x04)R.", b"0.", b"\x80\x04\x95\x05\x00\x00\x00\x00\x00\x00\x00C\x02\xff\xfe\x94.", b"garbage"],
+)  # fmt: skip
+def test_a_corrupt_pickle_is_a_data_error_not_a_traceback(tmp_path, payload):
+    """Bad memo reads, an empty stack, popping nothing, bytes that are not UTF-8, plain garbage."""
+    record = lcb_records()[1]
+    record["private_test_cases"] = base64.b64encode(zlib.compress(payload)).decode()
+    with pytest.raises(DataError, match=r"row 0: 'private_test_cases'"):
+        convert(tmp_path, "livecodebench_v6", write_jsonl(tmp_path / "bad.jsonl", [record]))
+
+
 def test_train_mix_passes_verl_rows_through_as_train(tmp_path, inputs):
     _, frame = convert(tmp_path, "train_mix", inputs["train_mix"])
     assert frame.prompt[0][0]["content"].startswith("Solve the following math problem")  # DAPO's prompt, as is

@@ -80,19 +80,21 @@ def test_dry_run_on_an_empty_checkout_exits_0_and_shows_the_composed_config(name
     ("placement", "expected"),
     [
         ("serve", {"reward.arena.judge.backend": "openai", "reward.arena.judge.base_url": "http://judge-node:8000/v1"}),
-        ("ray", {"reward.arena.judge.backend": "vllm", "reward.arena.judge.tensor_parallel_size": "2"}),
+        ("ray", {"reward.arena.judge.backend": "vllm", "reward.arena.judge.tensor_parallel_size": 2}),
         ("verl", {"reward.arena.judge.backend": "openai", "reward.arena.judge.base_url": "verl",
-                  "reward.reward_model.enable": "True", "reward.reward_model.enable_resource_pool": "True",
+                  "reward.reward_model.enable": True, "reward.reward_model.enable_resource_pool": True,
                   "reward.custom_reward_function.path": "pkg://arena_verl.verl_reward_fn"}),
     ],
 )  # fmt: skip
 def test_judge_placement(placement, expected, tmp_path):
+    from omegaconf import OmegaConf
+
     result = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_PLACEMENT=placement,
                         JUDGE_URL="http://judge-node:8000/v1")  # fmt: skip
     assert result.returncode == 0, result.stderr
-    given = dict(a.split("=", 1) for a in overrides_of(command_of(result.stdout))[1])
-    assert {k: given.get(k) for k in expected} == expected
     assert "cannot import verl" in result.stderr  # this Python has no verl: the command alone
+    config = recipe.compose_experiment(*overrides_of(command_of(result.stdout)))
+    assert {k: OmegaConf.select(config, k) for k in expected} == expected
 
 
 def test_verifier_only_experiments_ignore_the_judge_placement(tmp_path):
@@ -107,7 +109,7 @@ def test_judge_address_is_read_from_the_judge_jobs_file(tmp_path):
     assert pending.returncode == 0 and "is not there yet" in pending.stderr
     url_file.write_text("http://10.0.0.7:8000/v1\n")
     ready = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL_FILE=str(url_file))
-    assert "reward.arena.judge.base_url=http://10.0.0.7:8000/v1" in command_of(ready.stdout)
+    assert "reward.arena.judge.base_url='http://10.0.0.7:8000/v1'" in command_of(ready.stdout)
 
 
 def test_paths_with_spaces_and_several_files_survive_to_the_config(tmp_path):
@@ -119,12 +121,55 @@ def test_paths_with_spaces_and_several_files_survive_to_the_config(tmp_path):
     assert (config.trainer.nnodes, config.trainer.n_gpus_per_node, config.trainer.total_training_steps) == (2, 4, 7)
 
 
+@pytest.mark.parametrize(
+    "env",
+    [{"SETTING": "laptop"}, {"JUDGE_PLACEMENT": "cloud"}, {"NNODES": "0"}, {"GPUS_PER_NODE": "abc"}, {"VAL_N": "-1"},
+     {"TOTAL_STEPS": "0"}, {"SAVE_FREQ": "0"}, {"TEST_FREQ": "2.5"}, {"VAL_TEMPERATURE": "hot"}, {"JUDGE_TP": "0"},
+     {"RUN_DIR": "C:\\runs"}],
+)  # fmt: skip
+def test_absurd_values_are_refused_before_anything_starts(env, tmp_path):
+    result = run_recipe("arena_live", tmp_path, "--dry-run", **env)
+    assert result.returncode == 2 and "error:" in result.stderr, result.stderr
+    assert "# command" not in result.stdout
+
+
+def test_never_and_positive_frequencies_are_accepted(tmp_path):
+    assert run_recipe("arena_live", tmp_path, "--dry-run", SAVE_FREQ="-1", TEST_FREQ="5").returncode == 0
+
+
 def test_bad_settings_are_refused(tmp_path):
-    assert run_recipe("arena_live", tmp_path, "--dry-run", SETTING="laptop").returncode == 2
-    assert run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_PLACEMENT="cloud").returncode == 2
     # A real serve run without an address refuses before anything starts.
     refused = run_recipe("arena_live", tmp_path)
     assert refused.returncode == 2 and "JUDGE_URL" in refused.stderr
+
+
+def test_a_real_run_without_exec_refuses_too(tmp_path):
+    """recipes/smoke_1gpu.sh runs the shared body in a shell without `set -e`: a failed check must still stop it."""
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/bash\nif [ \"$2\" = verl.trainer.main_ppo ]; then echo TRAINER STARTED; exit 0; fi\n"
+                    f'exec {sys.executable} "$@"\n')  # fmt: skip
+    fake.chmod(0o755)
+    body = REPO / "recipes" / "lib" / "experiment.sh"
+    env = {**os.environ, "PYTHON": str(fake), "RECIPE_NO_EXEC": "1", "MODELS_DIR": str(tmp_path),
+           "DATA_DIR": str(tmp_path), "RUN_DIR": str(tmp_path / "run")}  # fmt: skip
+    result = subprocess.run(["bash", "-c", f"source {body}; experiment_main rlvr"], capture_output=True, text=True,
+                            env=env, timeout=120)  # fmt: skip
+    assert result.returncode == 2 and "error: data.train_files" in result.stderr
+    assert "TRAINER STARTED" not in result.stdout
+
+
+def test_a_run_that_needs_more_gpus_than_its_ray_cluster_is_refused():
+    """The judge's engines (or verl's reward-model pool) would wait forever for GPUs the trainer took."""
+    paper = recipe.compose_experiment("arena_live", ["arena_setting=paper", "reward.arena.judge.model_path=/m"])
+    assert recipe.gpus_needed(paper) == {"trainer": 32, "judge engines": 8}
+    assert recipe.cluster_problems(paper, 40) == []
+    (problem,) = recipe.cluster_problems(paper, 32)
+    assert "needs 40 GPUs" in problem and "judge engines 8" in problem
+    served = recipe.compose_experiment(
+        "arena_live", ["arena_setting=node8", "reward.arena.judge.base_url=verl", "reward.reward_model.enable=True",
+                       "reward.reward_model.enable_resource_pool=True", "reward.reward_model.nnodes=1",
+                       "reward.reward_model.n_gpus_per_node=2"])  # fmt: skip
+    assert recipe.gpus_needed(served) == {"trainer": 6, "verl reward model": 2}
 
 
 def test_a_real_run_refuses_to_start_on_missing_paths(tmp_path):
@@ -164,6 +209,14 @@ def test_runlog_tables_step_time_and_generations(tmp_path, capsys):
         [{"timing_s/step": 10.0, "arena/generations": 96}, {"timing_s/step": 14.0, "arena/generations": 160}],
     )
     write(tmp_path / "live", [{"timing_s/step": 8.0, "arena/generations": 64, "arena/judge_calls": 36}])
+    # A resumed run: the second attempt (its own file) logs step 2 again and step 3; its records win.
+    attempts = tmp_path / "resumed" / "metrics"
+    attempts.mkdir(parents=True)
+    for attempt, (name, steps) in enumerate((("20260101-000000-1.jsonl", [1, 2]), ("20260102-000000-2.jsonl", [2, 3]))):
+        records = [{"step": s, "data": {"training/global_step": s, "timing_s/step": 10.0 * s + attempt}} for s in steps]
+        (attempts / name).write_text("".join(json.dumps(r) + "\n" for r in records))
+    rows = runlog.step_rows(tmp_path / "resumed")
+    assert [(r["step"], r["step_s"]) for r in rows] == [(1, 10.0), (2, 21.0), (3, 31.0)]
     out = tmp_path / "report.json"
     assert runlog.main([str(tmp_path / "dapo"), str(tmp_path / "live" / "metrics.jsonl"), "--json", str(out)]) == 0
     report = json.loads(out.read_text())

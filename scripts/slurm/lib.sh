@@ -157,32 +157,67 @@ read_ray_ports() {
   RAY_HEAD_PORTS=(--ray-client-server-port=$((base + 7)) --dashboard-port=$((base + 8)))
 }
 
-# TERM to a background step (srun passes it on to the task), then KILL after GRACE seconds.
-stop_gracefully() {
-  local pid=$1 grace=$2 waited=0
-  kill -TERM "$pid" 2>/dev/null || return 0
-  while kill -0 "$pid" 2>/dev/null; do
-    if [ "$waited" -ge "$grace" ]; then
-      echo "$(date '+%F %T') pid $pid still runs ${grace}s after TERM: KILL" >&2
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    sleep 1
-    waited=$((waited + 1))
+# TERM to background steps (srun passes it on to the tasks), then KILL to those still running after GRACE seconds:
+# one deadline for all of them, so that many steps ignoring TERM cannot outlast the early warning before a requeue.
+stop_steps() {
+  local grace=$1 pid
+  shift
+  local -a running=()
+  for pid in "$@"; do
+    if kill -TERM "$pid" 2>/dev/null; then running+=("$pid"); fi
   done
-  wait "$pid" 2>/dev/null || true
+  local deadline=$((SECONDS + grace))
+  while :; do
+    local -a alive=()
+    for pid in ${running[@]+"${running[@]}"}; do
+      if kill -0 "$pid" 2>/dev/null; then alive+=("$pid"); fi
+    done
+    running=(${alive[@]+"${alive[@]}"})
+    if [ "${#running[@]}" = 0 ] || [ "$SECONDS" -ge "$deadline" ]; then break; fi
+    sleep 0.2
+  done
+  if [ "${#running[@]}" -gt 0 ]; then
+    echo "$(date '+%F %T') pids ${running[*]} still run ${grace}s after TERM: KILL" >&2
+    kill -KILL "${running[@]}" 2>/dev/null || true
+  fi
+  for pid in "$@"; do wait "$pid" 2>/dev/null || true; done
 }
 
-# `ray stop` on every node, then the `ray start --block` steps are ended. RAY_STOP=0 skips the former: `ray stop`
-# ends every Ray process of your user on those nodes, another job's of yours included.
+# `ray stop` on every node, then the `ray start --block` steps are ended, RAY_STOP_WAIT_S [30] for all of them
+# together. RAY_STOP=0 skips the former: `ray stop` ends every Ray process of your user on those nodes, another job's
+# of yours included.
 stop_ray() {
   if [ "${RAY_STOP:-1}" = 1 ] && [ "${#JOB_NODES[@]}" -gt 0 ]; then
     build_step all ray stop
     launch "${STEP[@]}" || echo "warning: ray stop failed on some node" >&2
   fi
-  local pid
-  if [ "${#RAY_STEP_PIDS[@]}" -gt 0 ]; then kill -TERM "${RAY_STEP_PIDS[@]}" 2>/dev/null || true; fi
-  for pid in "${RAY_STEP_PIDS[@]}"; do stop_gracefully "$pid" 30; done
+  if [ "${#RAY_STEP_PIDS[@]}" -gt 0 ]; then stop_steps "${RAY_STOP_WAIT_S:-30}" "${RAY_STEP_PIDS[@]}"; fi
   RAY_STEP_PIDS=()
+}
+
+# Fill TRAINER_SHARE with the NNODES=/GPUS_PER_NODE= words for the recipe (recipe path $1, job nodes $2, GPUs per
+# node $3). The whole cluster goes to the trainer only when the user set neither and the judge takes no GPU of this
+# Ray cluster: JUDGE_PLACEMENT=serve (a separate job) or a recipe without a judge. With JUDGE_PLACEMENT=ray or verl
+# (or unset: the SETTING's default, ray for paper) the judge needs GPUs the trainer leaves free, so only what the user
+# set is passed and the recipe falls back to the SETTING's sizes (paper: 4 nodes x 8 GPUs).
+trainer_share() {
+  local recipe=$1 nodes=$2 gpus=$3
+  TRAINER_SHARE=()
+  if [ -n "${NNODES:-}" ]; then
+    [[ $NNODES =~ ^[1-9][0-9]*$ ]] && [ "$NNODES" -le "$nodes" ] \
+      || die "NNODES=$NNODES: expected a number of nodes from 1 to the job's $nodes"
+    TRAINER_SHARE+=("NNODES=$NNODES")
+  fi
+  if [ -n "${GPUS_PER_NODE:-}" ]; then
+    [[ $GPUS_PER_NODE =~ ^[1-9][0-9]*$ ]] && [ "$GPUS_PER_NODE" -le "$gpus" ] \
+      || die "GPUS_PER_NODE=$GPUS_PER_NODE: expected a number of GPUs from 1 to the node's $gpus"
+    TRAINER_SHARE+=("GPUS_PER_NODE=$GPUS_PER_NODE")
+  fi
+  if [ "${#TRAINER_SHARE[@]}" -gt 0 ]; then return; fi
+  local judge_elsewhere=0
+  case "$(basename "$recipe")" in rlvr.sh | rlvr_dapo.sh) judge_elsewhere=1 ;; esac
+  if [ "${JUDGE_PLACEMENT:-}" = serve ]; then judge_elsewhere=1; fi
+  if [ "$judge_elsewhere" = 1 ]; then TRAINER_SHARE=("NNODES=$nodes" "GPUS_PER_NODE=$gpus"); fi
 }
 
 # Trap of the Ray job. USR1 is the job's own early warning (#SBATCH --signal=B:USR1@300): stop, then requeue if
@@ -192,8 +227,8 @@ on_stop_signal() {
   if [ "$STOPPING" = 1 ]; then return; fi
   STOPPING=1
   echo "$(date '+%F %T') SIG$signal: stopping the driver (TERM, up to ${STOP_GRACE_S}s), then Ray"
-  if [ -n "$WAIT_PID" ]; then stop_gracefully "$WAIT_PID" 5; fi
-  if [ -n "$DRIVER_PID" ]; then stop_gracefully "$DRIVER_PID" "$STOP_GRACE_S"; fi
+  if [ -n "$WAIT_PID" ]; then stop_steps 5 "$WAIT_PID"; fi
+  if [ -n "$DRIVER_PID" ]; then stop_steps "$STOP_GRACE_S" "$DRIVER_PID"; fi
   stop_ray
   if [ "$signal" = USR1 ] && [ "${REQUEUE:-1}" = 1 ]; then
     echo "$(date '+%F %T') requeueing job ${SLURM_JOB_ID:-}; the recipe resumes from the last checkpoint in $RUN_DIR"
@@ -219,7 +254,7 @@ run_waited() {
 
 # The Ray job: a head on the first node, one worker on every other node, the recipe on the head once all joined.
 # Arguments are passed to the recipe (Hydra overrides). Ray gets every node and GPU of the job; the recipe's trainer
-# gets NNODES x GPUS_PER_NODE, all of them unless set (a smaller share leaves the rest to the judge's Ray engines).
+# gets the share trainer_share decides, and RAY_CLUSTER_NODES / RAY_CLUSTER_GPUS_PER_NODE say what the cluster has.
 run_ray_job() {
   read_common_settings
   read_job_nodes
@@ -228,7 +263,17 @@ run_ray_job() {
   gpus=$(gpus_per_node)
   cpus=$(cpus_per_node)
   STOP_GRACE_S=${STOP_GRACE_S:-120}
-  local wait_s=${RAY_WAIT_S:-600}
+  local wait_s=${RAY_WAIT_S:-600} name
+  for name in STOP_GRACE_S RAY_STOP_WAIT_S RAY_WAIT_S; do
+    [[ ${!name:-0} =~ ^[0-9]+$ ]] || die "$name=${!name}: expected a number of seconds"
+  done
+  trainer_share "$recipe" "${#JOB_NODES[@]}" "$gpus"
+  # A metrics path set by the caller reaches Ray's worker processes too (the recipe also passes its own through the
+  # trainer's runtime_env).
+  local -a ray_start=(ray start)
+  if [ -n "${VERL_FILE_LOGGER_PATH:-}" ]; then
+    ray_start=(env VERL_FILE_LOGGER_PATH="$VERL_FILE_LOGGER_PATH" ray start)
+  fi
   head=${JOB_NODES[0]}
   head_ip=$(node_ip "$head")
   address="$head_ip:$GCS_PORT"
@@ -240,8 +285,14 @@ run_ray_job() {
   trap 'on_stop_signal TERM' TERM
   echo "$(date '+%F %T') job ${SLURM_JOB_ID:-?}: ${#JOB_NODES[@]} nodes (${JOB_NODES[*]}), $gpus GPUs and $cpus CPUs" \
     "each; Ray head $address; recipe $recipe; logs in $LOG_DIR"
+  if [ "${#TRAINER_SHARE[@]}" -gt 0 ]; then
+    echo "the trainer gets ${TRAINER_SHARE[*]}"
+  else
+    echo "the trainer gets the sizes of the recipe's SETTING; the GPUs it leaves are the judge's" \
+      "(JUDGE_PLACEMENT=${JUDGE_PLACEMENT:-unset})"
+  fi
 
-  build_step "$head" ray start --head --node-ip-address="$head_ip" --port="$GCS_PORT" --num-cpus="$cpus" \
+  build_step "$head" "${ray_start[@]}" --head --node-ip-address="$head_ip" --port="$GCS_PORT" --num-cpus="$cpus" \
     --num-gpus="$gpus" --dashboard-host=0.0.0.0 --disable-usage-stats --block "${RAY_NODE_PORTS[@]}" \
     "${RAY_HEAD_PORTS[@]}"
   launch_background "$LOG_DIR/ray_head.log" "${STEP[@]}"
@@ -251,7 +302,7 @@ run_ray_job() {
   run_waited "${STEP[@]}" || { stop_ray; die "the Ray head did not start; see $LOG_DIR/ray_head.log"; }
   local node
   for node in "${JOB_NODES[@]:1}"; do
-    build_step "$node" ray start --address="$address" --num-cpus="$cpus" --num-gpus="$gpus" \
+    build_step "$node" "${ray_start[@]}" --address="$address" --num-cpus="$cpus" --num-gpus="$gpus" \
       --disable-usage-stats --block "${RAY_NODE_PORTS[@]}"
     launch_background "$LOG_DIR/ray_worker_$node.log" "${STEP[@]}"
     RAY_STEP_PIDS+=(${BACKGROUND_PID:+"$BACKGROUND_PID"})
@@ -261,8 +312,8 @@ run_ray_job() {
   run_waited "${STEP[@]}" || { stop_ray; die "not every node joined Ray; see $LOG_DIR/ray_*.log"; }
 
   echo "$(date '+%F %T') starting the recipe; its output goes to $LOG_DIR/driver.log"
-  build_step "$head" env RAY_ADDRESS="$address" NNODES="${NNODES:-${#JOB_NODES[@]}}" \
-    GPUS_PER_NODE="${GPUS_PER_NODE:-$gpus}" RUN_DIR="$RUN_DIR" bash "$recipe" "$@"
+  build_step "$head" env RAY_ADDRESS="$address" ${TRAINER_SHARE[@]+"${TRAINER_SHARE[@]}"} \
+    RAY_CLUSTER_NODES="${#JOB_NODES[@]}" RAY_CLUSTER_GPUS_PER_NODE="$gpus" RUN_DIR="$RUN_DIR" bash "$recipe" "$@"
   launch_background "$LOG_DIR/driver.log" "${STEP[@]}"
   DRIVER_PID=$BACKGROUND_PID
   local rc=0
@@ -277,7 +328,10 @@ run_ray_job() {
 }
 
 # The judge job: `vllm serve` on this job's node; once /health answers, http://<node ip>:<port>/v1 is written to
-# JUDGE_URL_FILE (atomically), and removed again when the job ends. Arguments are passed to `vllm serve`.
+# JUDGE_URL_FILE (atomically), and removed again when the job ends. A URL file found at the start is removed first: a
+# judge job killed with SIGKILL could not remove its own, and a training job would read a dead address. JUDGE_API_KEY
+# reaches the server as VLLM_API_KEY, in the environment rather than on a command line that `ps` shows every user of
+# the node. Arguments are passed to `vllm serve`.
 run_judge_server() {
   read_common_settings
   read_job_nodes
@@ -290,7 +344,10 @@ run_judge_server() {
   build_step "$node" vllm serve "$JUDGE_MODEL" --served-model-name="${JUDGE_SERVED_NAME:-judge}" \
     --tensor-parallel-size="$tp" --host=0.0.0.0 --port="$port" \
     --gpu-memory-utilization="${JUDGE_GPU_MEMORY_UTILIZATION:-0.9}" "$@"
-  echo "$(date '+%F %T') judge ${JUDGE_MODEL} on $node (TP $tp) at $JUDGE_URL; log $LOG_DIR/judge_vllm.log"
+  if [ -n "${JUDGE_API_KEY:-}" ]; then export VLLM_API_KEY=$JUDGE_API_KEY; fi
+  echo "$(date '+%F %T') judge ${JUDGE_MODEL} on $node (TP $tp) at $JUDGE_URL" \
+    "($([ -n "${JUDGE_API_KEY:-}" ] && echo "API key required" || echo "no API key")); log $LOG_DIR/judge_vllm.log"
+  launch rm -f "$JUDGE_URL_FILE"
   if dry_run; then
     launch "${STEP[@]}"
     echo "+ (once http://$ip:$port/health answers) write $JUDGE_URL to $JUDGE_URL_FILE"
@@ -326,5 +383,5 @@ remove_judge_url() {
   if [ -n "${JUDGE_URL_FILE:-}" ] && [ "$(cat "$JUDGE_URL_FILE" 2>/dev/null)" = "${JUDGE_URL:-}" ]; then
     rm -f "$JUDGE_URL_FILE"
   fi
-  if [ -n "${SERVER_PID:-}" ]; then stop_gracefully "$SERVER_PID" 30; fi
+  if [ -n "${SERVER_PID:-}" ]; then stop_steps 30 "$SERVER_PID"; fi
 }
