@@ -91,7 +91,7 @@ def main() -> None:
         samples = synthetic_rollouts(args.prompts, args.n, args.seed)
         batch = make_batch(tokenizer, samples)
 
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
         try:
             manager = RewardLoopManager(config)
             started = time.perf_counter()

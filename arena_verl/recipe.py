@@ -185,9 +185,11 @@ def cluster_problems(config, cluster_gpus: float) -> list[str]:
 
 
 def _cluster_gpus() -> float:
+    import os
+
     import ray
 
-    ray.init(address="auto", logging_level="ERROR", log_to_driver=False)
+    ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), logging_level="ERROR", log_to_driver=False)
     try:
         return float(ray.cluster_resources().get("GPU", 0.0))
     finally:

@@ -142,7 +142,7 @@ def test_transformers_judge_generates_inside_the_referee_actor(toy_model):
 
     judge = JudgeSettings(backend="transformers", model_path=str(toy_model), max_new_tokens=8, **FAST)
     settings = dataclasses.replace(ArenaSettings(group_size=4, referee_name="tf-referee"), judge=judge)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     try:
         actor = ray.remote(RefereeActor).options(max_concurrency=100).remote(settings)
         assert ray.get(actor.judge_backend.remote()) == "transformers"

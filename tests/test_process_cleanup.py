@@ -100,7 +100,7 @@ REWARD_STEP = """
 
     tokenizer_path = build_toy_tokenizer(Path(tempfile.mkdtemp()))
     config = compose_config(tokenizer_path, ["reward.arena.mode=rlvr"])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     from verl.experimental.reward_loop.reward_loop import RewardLoopManager
 
     manager = RewardLoopManager(config)  # reward.num_workers=2 (helpers.verl_batch)

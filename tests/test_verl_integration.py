@@ -32,7 +32,7 @@ def tokenizer(tokenizer_path):
 @pytest.fixture(scope="module")
 def ray_cluster():
     set_ray_env()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 

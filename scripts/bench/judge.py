@@ -85,7 +85,7 @@ def main() -> None:
             counters["output_tokens"] += len(tokenizer.encode(text))
             return text
 
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
     judge = CountingJudge(settings)
     device = "GPU" if ray.cluster_resources().get("GPU", 0) else f"CPU ({os.cpu_count()} cores)"
 

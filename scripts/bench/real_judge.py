@@ -301,7 +301,7 @@ def run_backend(backend: str, model: str, pairs: list[Pair], args) -> Result:
         if backend == "vllm":
             import ray
 
-            ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+            ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
             ray_started = True
         if backend == "transformers" and args.torch_threads > 0:
             import torch

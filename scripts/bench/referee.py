@@ -34,7 +34,7 @@ def main() -> None:
     from arena_verl.referee_actor import referee_handle
     from arena_verl.settings import ArenaSettings
 
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
     rng = random.Random(0)
     rows = []
     for shards in (int(x) for x in args.shards.split(",")):

@@ -32,7 +32,7 @@ def toy_model(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def ray_cpu():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     yield
     ray.shutdown()
 
