@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import re
 
+from .verify import boxed_spans
+
 __all__ = ["extract_choice", "score", "DEFAULT_LETTERS"]
 
 DEFAULT_LETTERS = "ABCD"
 _TAIL_CHARS = 4000
 _MAX_BOX_CHARS = 300  # a box longer than this is not a letter with its option text
-_BOX_OPENERS = ("\\boxed{", "\\boxed {", "\\fbox{")
 # LaTeX text wrappers around a letter: \text{B}, \textbf{(B)}, \mathrm{B} (innermost first, repeated).
 _WRAPPER = re.compile(r"\\(?:text|textbf|textit|textrm|texttt|mathrm|mathbf|mathit|mbox|operatorname)\s*\{([^{}]*)\}")
 _DECORATION = re.compile(r"[$*`]|\\[,;:! ]")  # math dollars, markdown emphasis, LaTeX spacing
@@ -54,7 +55,7 @@ def extract_choice(text: str | bytes | None, letters: str = DEFAULT_LETTERS) -> 
     if not isinstance(text, str):
         return None
     tail = text[-_TAIL_CHARS:]
-    boxes = _boxes(tail)
+    boxes = boxed_spans(tail)
     letter = _boxed_choice(tail, boxes, allowed) if boxes else _line_choice(_last_line(tail), allowed)
     return letter if letter is not None and letter in allowed else None
 
@@ -74,27 +75,6 @@ def _check_letters(letters: str) -> str:
     if len(set(letters)) != len(letters):
         raise ValueError(f"letters must be distinct, got {letters!r}")
     return letters
-
-
-def _boxes(text: str) -> list[tuple[int, int, str]]:
-    """``(start, end, content)`` of every balanced box; an unclosed box ends the scan."""
-    found = []
-    position = 0
-    while True:
-        starts = [(text.find(opener, position), opener) for opener in _BOX_OPENERS]
-        starts = [(start, opener) for start, opener in starts if start >= 0]
-        if not starts:
-            return found
-        start, opener = min(starts)
-        depth, i = 1, start + len(opener)
-        while i < len(text) and depth:
-            char = text[i]
-            depth += 1 if char == "{" else -1 if char == "}" else 0
-            i += 1
-        if depth:
-            return found
-        found.append((start, i, text[start + len(opener) : i - 1]))
-        position = i
 
 
 def _boxed_choice(tail: str, boxes: list[tuple[int, int, str]], allowed: str) -> str | None:

@@ -20,6 +20,7 @@ import zlib
 from dataclasses import dataclass
 
 from .judge.base import Judge, Trace
+from .limiter import PRIORITY_COMPLETE, PRIORITY_SPECULATIVE, PriorityLimiter
 from .routing import (
     ROUTE_POINTWISE,
     ROUTE_TOURNAMENT,
@@ -49,6 +50,11 @@ FALLBACK_DEADLINE, FALLBACK_JUDGE_ERROR, FALLBACK_REFEREE_LOST, FALLBACK_OVERFLO
 NEUTRAL_SCORE = 0.5  # what a failed pointwise score counts as
 _RECENT_GROUPS = 20_000  # answered groups remembered (without traces) for duplicates and late samples
 _STEPS_KEPT = 512  # per-step counters kept for metrics(step)
+# Load shedding, in queued judge calls per slot of the judge pool (PriorityLimiter.pressure): above the first, no new
+# speculative idle-time work for groups still arriving; above the second, complete groups give up the rest of their
+# budget too. Below both, the deadline fallback is the last resort.
+SHED_SPECULATION_AT, SHED_BUDGET_AT = 1.0, 4.0
+_LATENCY_EMA = 0.05  # weight of a new call's duration in the typical judge latency (completion_grace's unit)
 # Every metrics() answer carries these counters (0 when nothing happened), so tracker series stay aligned.
 COUNTERS = (
     "samples",
@@ -63,6 +69,9 @@ COUNTERS = (
     "judge_calls_routed",
     "judge_calls_wasted",
     "judge_failures",
+    "judge_calls_dropped",  # in flight at a complete group's grace deadline (completion_grace): cancelled
+    "shed_speculation",  # idle-time speculative work held back: the judge pool had a full pool's worth queued
+    "shed_budget",  # a complete group's remaining budget given up: the judge pool was far behind
     *(f"fallback_{name}" for code, name in FALLBACK_REASONS.items() if code),
 )  # answered groups remembered for duplicates and late samples
 
@@ -101,6 +110,7 @@ class _Group:
         self.index_of: dict[str, int] = {}
         self.content: dict[str, int] = {}
         self.received = 0
+        self.step: int | None = None  # the training step of its first sample (per-step counters)
         self.tournament: Tournament | None = None
         self.speculative_calls = 0
         self.complete = False
@@ -117,7 +127,9 @@ class Referee:
     def __init__(self, settings: ArenaSettings, judge: Judge):
         self.settings = settings
         self.judge = judge
-        self._limiter = asyncio.Semaphore(settings.judge.max_concurrency)
+        # max_concurrency caps the judge pool's calls in flight over all referee shards: each shard takes its share.
+        self._limiter = PriorityLimiter(max(1, math.ceil(settings.judge.max_concurrency / settings.num_referees)))
+        self._latency_s: float | None = None  # running typical duration of one judge call
         self._groups: dict[str, _Group] = {}
         self._recent: collections.OrderedDict[str, _Group] = collections.OrderedDict()
         self._tasks: set[asyncio.Task] = set()
@@ -150,6 +162,8 @@ class Referee:
             return Verdict(reward=sub.verifier_reward, fallback=FALLBACK_LATE)
 
         index = len(group.members)
+        if not group.members:
+            group.step = sub.step
         group.members.append(sub)
         group.received += 1
         group.index_of[sub.sample_key] = index
@@ -212,16 +226,38 @@ class Referee:
             group.tournament = None
         return group.speculative_calls
 
-    async def _bounded(self, call) -> float | None:
-        """One judge call under the referee's concurrency cap and the call budget; a timeout, and anything the judge
-        raises (``SystemExit`` and ``KeyboardInterrupt`` included), is no verdict. Only the cancellation of the
-        caller itself propagates."""
-        async with self._limiter:
+    async def _bounded(self, call, priority: int = PRIORITY_COMPLETE) -> float | None:
+        """One judge call under the judge pool's cap (complete groups' calls first) and the call budget; a timeout,
+        and anything the judge raises (``SystemExit`` and ``KeyboardInterrupt`` included), is no verdict. Only the
+        cancellation of the caller itself propagates."""
+        async with self._limiter.slot(priority):
+            started = time.monotonic()
             try:
                 # contained inside wait_for's own task: asyncio lets SystemExit/KeyboardInterrupt out of a task
-                return await asyncio.wait_for(contained(call, "judge call"), self.settings.judge.call_budget_s)
+                outcome = await asyncio.wait_for(contained(call, "judge call"), self.settings.judge.call_budget_s)
             except asyncio.TimeoutError:
                 return None
+            if outcome is not None:
+                took = time.monotonic() - started
+                self._latency_s = (
+                    took if self._latency_s is None else self._latency_s + _LATENCY_EMA * (took - self._latency_s)
+                )
+            return outcome
+
+    def _idle_gate(self, group: _Group):
+        """Load shedding for one group's tournament (see SHED_SPECULATION_AT)."""
+
+        def gate(complete: bool) -> bool:
+            pressure = self._limiter.pressure
+            if not complete and pressure >= SHED_SPECULATION_AT:
+                self._count(group.step, "shed_speculation")
+                return False
+            if complete and pressure >= SHED_BUDGET_AT:
+                self._count(group.step, "shed_budget")
+                return False
+            return True
+
+        return gate
 
     def _new_tournament(self, group: _Group) -> Tournament:
         s = self.settings
@@ -229,7 +265,8 @@ class Referee:
         async def judge(first: int, second: int) -> float | None:
             a, b = group.members[first], group.members[second]
             return await self._bounded(
-                self.judge.compare(a.problem, a.trace, b.trace, a.reference, task=a.task, group=group.uid)
+                self.judge.compare(a.problem, a.trace, b.trace, a.reference, task=a.task, group=group.uid),
+                PRIORITY_COMPLETE if group.complete else PRIORITY_SPECULATIVE,
             )
 
         return Tournament(
@@ -245,6 +282,9 @@ class Referee:
             on_failure=s.on_judge_failure,
             prefix_aware=s.prefix_aware,
             wait_for_verdicts=s.wait_for_verdicts,
+            final_calls=s.final_calls,
+            pace=s.pace,
+            idle_gate=self._idle_gate(group),
         )
 
     async def _answer(self, group: _Group) -> None:
@@ -274,7 +314,10 @@ class Referee:
             group.tournament = self._new_tournament(group)
         while group.tournament.arrived < group.size:
             group.tournament.add()
-        result = await group.tournament.finish()
+        grace = self.settings.completion_grace
+        deadline = grace * self._latency_s if grace is not None and self._latency_s is not None else None
+        result = await group.tournament.finish(deadline_s=deadline)
+        self._count(group.step, "judge_calls_dropped", result.dropped_calls)
         rewards = tournament_rewards(self.settings.mode, result.strengths, group.rewards(), self.settings.reward_scale)
         win_rate = result.win_rate
         return [

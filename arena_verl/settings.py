@@ -64,7 +64,8 @@ class JudgeSettings:
     sim_position_bias: float = 0.0
     sim_tie_rate: float = 0.0
     sim_parse_failure_rate: float = 0.0
-    sim_latency_s: float = 0.0
+    sim_latency_s: float = 0.0  # mean seconds per call
+    sim_latency_sigma: float = 0.0  # 0: exponential latency; > 0: log-normal with this sigma (of the log)
     seed: int = 0
 
     @property
@@ -93,6 +94,9 @@ class ArenaSettings:
     prefix_aware: bool = False  # present a batch's shared trace first in all its calls (prefix cache; see README)
     speculative: bool = True  # start the live tournament while every verifier reward so far agrees
     wait_for_verdicts: bool = False  # hold an arrival until earlier matches have verdicts (the paper's live rule)
+    final_calls: int = 3  # paced: opponents of the last arrival, judged in one round
+    pace: float = 3.0  # paced: how late the budget is spent while the group arrives (larger: later)
+    completion_grace: float | None = None  # judge-call latencies a complete group waits for verdicts; None: all
     group_deadline_s: float = 900.0  # from a group's first sample; then verifier rewards (counted fallback)
     tournament_timeout_s: float = 600.0  # from group completion; then verifier rewards (counted fallback)
     num_referees: int = 1  # referee actors, groups sharded by uid
@@ -175,9 +179,12 @@ def validate(settings: ArenaSettings) -> None:
             f"{_PREFIX}.mirror_augment and {_PREFIX}.order_effect exclude each other: mirrored verdicts carry no "
             "position signal, so the order effect could not be fitted"
         )
-    for key in ("num_referees", "verifier_workers"):
+    for key in ("num_referees", "verifier_workers", "final_calls"):
         if getattr(settings, key) < 1:
             raise ValueError(f"{_PREFIX}.{key} must be >= 1, got {getattr(settings, key)}")
+    _in_range("pace", settings.pace, 0.0, 100.0, low_open=True)
+    if settings.completion_grace is not None:
+        _in_range("completion_grace", settings.completion_grace, 0.0, 1e3, low_open=True)
     _validate_judge(settings.judge, needed=settings.uses_judge)
 
 
@@ -196,6 +203,7 @@ def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
     _in_range("judge.retry_temperature", judge.retry_temperature, 0.0, 100.0)
     _in_range("judge.top_p", judge.top_p, 0.0, 1.0, low_open=True)
     _in_range("judge.sim_latency_s", judge.sim_latency_s, 0.0, 3600.0)
+    _in_range("judge.sim_latency_sigma", judge.sim_latency_sigma, 0.0, 3.0)
     for key in ("sim_tie_rate", "sim_parse_failure_rate"):
         _in_range(f"judge.{key}", getattr(judge, key), 0.0, 1.0)
     if not needed:  # rlvr: the judge never runs (a shared config may still name one)

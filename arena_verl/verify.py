@@ -179,22 +179,28 @@ def _answer_on_line(line: str) -> str | None:
 
 def _boxed_contents(text: str) -> list[tuple[str, int]]:
     """``(content, end)`` of every balanced ``\\boxed{...}``; an unclosed box is ignored."""
+    return [(content, end) for _, end, content in boxed_spans(text)]
+
+
+def boxed_spans(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, content)`` of every balanced ``\\boxed{...}`` / ``\\fbox{...}``, in order; an unclosed box
+    ends the scan (what follows it is inside it)."""
     found = []
-    start = 0
+    position = 0
     while True:
-        positions = [(text.find(opener, start), opener) for opener in _BOX_OPENERS]
-        positions = [(pos, opener) for pos, opener in positions if pos >= 0]
-        if not positions:
+        starts = [(text.find(opener, position), opener) for opener in _BOX_OPENERS]
+        starts = [(start, opener) for start, opener in starts if start >= 0]
+        if not starts:
             return found
-        pos, opener = min(positions)
-        depth, i = 1, pos + len(opener)
+        start, opener = min(starts)
+        depth, i = 1, start + len(opener)
         while i < len(text) and depth:
             depth += {"{": 1, "}": -1}.get(text[i], 0)
             i += 1
         if depth:
             return found
-        found.append((text[pos + len(opener) : i - 1], i))
-        start = i
+        found.append((start, i, text[start + len(opener) : i - 1]))
+        position = i
 
 
 # ---------------------------------------------------------------------------------------------------- ground truth

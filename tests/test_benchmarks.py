@@ -16,12 +16,15 @@ def run_script(*args):
 def test_ranking_benchmark_writes_table_and_plot(tmp_path):
     out = run_script(
         "scripts/bench/ranking.py", "--groups", "4", "--sizes", "4,8", "--spreads", "1.0", "--sweep-sizes", "8",
-        "--workers", "1", "--out", str(tmp_path),
+        "--target-sizes", "8", "--workers", "1", "--out", str(tmp_path),
     )  # fmt: skip
     assert "SIMULATED judge" in out
-    for strategy in ("round_robin", "live", "random", "info_gain"):
+    for strategy in ("round_robin", "live", "random", "info_gain", "paced"):
         assert f"| {strategy} |" in out
-    assert "| 1 | 8 | " in out.split("With position bias")[1]
+    targets = out.split("With a 63% first-position preference")[1]
+    for judge in ("logistic", "logistic, 5% ties", "probit", "probit, 5% ties"):
+        assert f"| {judge} | 1 | 8 | " in targets
+    assert "| paced |" in targets and "±" in targets
     assert (tmp_path / "ranking.png").stat().st_size > 10_000
     assert (tmp_path / "ranking.md").read_text().startswith("Ranking benchmark")
 

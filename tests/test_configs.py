@@ -21,6 +21,7 @@ EXPECTED_MODE = {
     "arena_round_robin": ("arena", "round_robin"),
     "arena_live": ("arena", "live"),
     "arena_info_gain": ("arena", "info_gain"),
+    "arena_paced": ("arena", "paced"),
 }
 # What a recipe adds: where the judge is served.
 JUDGE = ["reward.arena.judge.base_url=http://judge:8000/v1", "reward.arena.judge.model_path=judge"]

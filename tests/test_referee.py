@@ -290,3 +290,86 @@ def test_answered_groups_are_remembered_without_their_traces():
     assert again == verdicts[5]
     assert extra.fallback == FALLBACK_OVERFLOW
     assert referee._recent["g"].members == [] and referee._recent["g"].tournament is None
+
+
+def test_paced_through_the_referee_spends_the_live_budget_while_the_group_arrives():
+    """Traces arrive slower than verdicts: paced judges between arrivals and leaves one round for the last trace."""
+    judge = SimulatedTraceJudge(sharpness=3.0, seed=1, latency_s=0.002)
+
+    async def scenario():
+        referee = Referee(settings(strategy="paced", final_calls=2), judge)
+        tasks = []
+        for submission in group("u", [0.0] * 8):
+            tasks.append(asyncio.ensure_future(referee.submit(submission)))
+            await asyncio.sleep(0.01)
+            if len(tasks) == 8:
+                break
+            tournament = referee._groups["u"].tournament
+            if tournament is not None:
+                await tournament.settle()  # rollout is slower than the judge: every idle round runs before the next
+            if len(tasks) == 7:
+                before_last = tournament.judge_calls
+        verdicts = await asyncio.gather(*tasks)
+        return verdicts, before_last
+
+    verdicts, before_last = asyncio.run(scenario())
+    assert before_last == 18 - 2  # everything but the last trace's two calls was judged while the group arrived
+    assert all(v.route == ROUTE_TOURNAMENT and v.judge_calls == 18 for v in verdicts)
+    quality = np.linspace(-2, 2, 8)
+    assert kendalltau([v.reward for v in verdicts], quality).statistic > 0.5
+
+
+def test_completion_grace_answers_a_complete_group_without_its_stragglers():
+    class Straggling(SimulatedTraceJudge):
+        straggle, calls = False, 0
+
+        async def compare(self, *args, **kwargs):
+            Straggling.calls += 1
+            slow = Straggling.straggle and Straggling.calls % 5 == 0
+            await asyncio.sleep(5.0 if slow else 0.01)
+            return await super().compare(*args, **kwargs)
+
+    async def scenario():
+        referee = Referee(settings(strategy="round_robin", speculative=False, completion_grace=3.0, group_size=6),
+                          Straggling(seed=1))  # fmt: skip
+        loop = asyncio.get_running_loop()
+        warm = await asyncio.gather(*(referee.submit(s) for s in group("warm", [0.0] * 6)))  # the typical latency
+        Straggling.straggle = True
+        started = loop.time()
+        verdicts = await asyncio.gather(*(referee.submit(s) for s in group("g", [1.0] * 6)))
+        return warm, verdicts, loop.time() - started, referee.metrics()
+
+    warm, verdicts, took, metrics = asyncio.run(scenario())
+    assert took < 2.0  # not the 5 s stragglers
+    assert metrics["arena/judge_calls_dropped"] >= 1
+    assert all(v.route == ROUTE_TOURNAMENT and v.routed for v in verdicts)
+    assert all(np.isfinite(v.reward) for v in warm + verdicts)
+
+
+def test_an_overloaded_judge_pool_sheds_load_and_every_sample_is_answered():
+    judge = SimulatedTraceJudge(sharpness=3.0, seed=1, latency_s=0.01)
+    subs = [s for g in range(12) for s in group(f"g{g}", [0.0] * 8)]
+    np.random.default_rng(0).shuffle(subs)
+
+    async def scenario():  # traces arrive over ~0.2 s, the judge answers one call per ~0.01 s: it falls behind
+        referee = Referee(settings(strategy="paced", judge=JudgeSettings(max_concurrency=1)), judge)
+        tasks = []
+        for submission in subs:
+            tasks.append(asyncio.ensure_future(referee.submit(submission)))
+            await asyncio.sleep(0.002)
+        verdicts = await asyncio.gather(*tasks)
+        await referee.drain()
+        return verdicts, referee
+
+    verdicts, referee = asyncio.run(scenario())
+    metrics = referee.metrics()
+    assert len(verdicts) == len(subs) and all(np.isfinite(v.reward) for v in verdicts)
+    # Speculation is held back when a group waits idle; the rest of a complete group's budget when far behind.
+    assert metrics["arena/shed_speculation"] + metrics["arena/shed_budget"] > 0
+    assert metrics["arena/judge_calls_per_routed_group"] < 18  # a smaller budget, not a fallback
+    assert metrics["arena/groups_routed"] == 12 and metrics["arena/fallback_deadline"] == 0
+
+
+def test_the_judge_pool_cap_is_shared_by_the_referee_shards():
+    assert Referee(settings(num_referees=3, judge=JudgeSettings(max_concurrency=32)), None)._limiter.capacity == 11
+    assert Referee(settings(num_referees=64, judge=JudgeSettings(max_concurrency=32)), None)._limiter.capacity == 1

@@ -269,3 +269,52 @@ def test_waiting_for_verdicts_reproduces_the_sequential_live_rule_under_a_burst(
     assert len(faithful) == len(eager) == 18
     # The price: the held arrivals are judged one round after another after the last trace arrived.
     assert result.rounds_after_last_arrival > 1
+
+
+def test_finish_with_a_deadline_answers_with_the_verdicts_in_hand():
+    """A slow verdict past the deadline is dropped (cancelled, counted, not a failure, not in the fit)."""
+
+    async def judge(first, second):
+        if {first, second} == {0, 3}:
+            await asyncio.sleep(30)  # a straggler
+        return 1.0 if first < second else 0.0
+
+    async def scenario():
+        tournament = Tournament(4, judge, "round_robin", seed=0)
+        for _ in range(4):
+            tournament.add()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        result = await tournament.finish(deadline_s=0.2)
+        return result, loop.time() - started
+
+    result, took = asyncio.run(scenario())
+    assert took < 2.0
+    assert result.judge_calls == 6 and result.dropped_calls == 1 and result.failed_calls == 0
+    assert len(result.comparisons) == 5 and {frozenset(c[:2]) for c in result.comparisons} == {
+        frozenset(p) for p in [(0, 1), (0, 2), (1, 2), (1, 3), (2, 3)]
+    }
+
+
+def test_the_idle_gate_holds_back_speculation_and_then_the_rest_of_the_budget():
+    judge = SimulatedJudge(np.arange(8.0), seed=0)
+    asked = []
+
+    def gate(complete):
+        asked.append(complete)
+        return complete  # no speculation while arriving; the rest of the budget after completion
+
+    async def scenario(gate):
+        tournament = Tournament(8, judge, "paced", 18, seed=0, idle_gate=gate)
+        for _ in range(8):
+            tournament.add()
+            await tournament.settle()
+        return await tournament.finish()
+
+    held = asyncio.run(scenario(gate))
+    assert held.skipped_idle_rounds > 0 and False in asked
+    assert held.judge_calls == 18 and held.rounds_after_last_arrival == 1  # spent late, in the last round
+    shed = asyncio.run(scenario(lambda complete: False))
+    assert shed.judge_calls == 6 + 3 and shed.skipped_idle_rounds > 0  # connecting calls, the final calls only
+    free = asyncio.run(scenario(None))
+    assert free.judge_calls == 18 and free.rounds_after_last_arrival == 1 and free.skipped_idle_rounds == 0

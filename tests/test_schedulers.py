@@ -12,6 +12,7 @@ from arena_verl.tournament import (
     STRATEGIES,
     InfoGainScheduler,
     LiveScheduler,
+    PacedScheduler,
     SimulatedJudge,
     live_call_count,
     make_scheduler,
@@ -33,7 +34,7 @@ def is_connected(num_items, comparisons):
 
 
 def test_strategies_are_the_documented_names():
-    assert STRATEGIES == ("round_robin", "live", "random", "info_gain")
+    assert STRATEGIES == ("round_robin", "live", "random", "info_gain", "paced")
 
 
 @pytest.mark.parametrize("num_items", range(1, 21))
@@ -43,7 +44,7 @@ def test_call_counts(num_items):
     assert round_robin_call_count(num_items) == rr and live_call_count(num_items) == live
     assert play(num_items, "round_robin").judge_calls == rr
     assert play(num_items, "live").judge_calls == live
-    for strategy in ("random", "info_gain"):
+    for strategy in ("random", "info_gain", "paced"):
         assert play(num_items, strategy).judge_calls == live  # default budget: the live count
     assert live_call_count(8) == 18 and live_call_count(16) == 42
 
@@ -106,7 +107,7 @@ def test_a_failed_verdict_is_not_recorded():
     num_items=st.integers(2, 14),
     extra=st.integers(0, 30),
     seed=st.integers(0, 1000),
-    strategy=st.sampled_from(["random", "info_gain"]),
+    strategy=st.sampled_from(["random", "info_gain", "paced"]),
 )
 def test_budgeted_strategies_spend_exactly_their_budget_and_stay_connected(num_items, extra, seed, strategy):
     budget = min(num_items - 1 + extra, round_robin_call_count(num_items))
@@ -138,6 +139,69 @@ def test_info_gain_connects_each_arrival_before_the_group_completes():
         for a, b in pairs:
             scheduler.on_verdict(a, b, 0.0)
     assert total == 18
+
+
+def drive_paced(num_items=8, budget=18, final_calls=3, pace=3.0, idle_rounds_between_arrivals=100):
+    """Feed a PacedScheduler arrivals, with up to ``idle_rounds_between_arrivals`` idle rounds in each gap (every
+    verdict: the lower index wins); returns the calls made per phase."""
+    scheduler = PacedScheduler(num_items, budget, final_calls=final_calls, pace=pace)
+    per_arrival, idle_before_completion = [], []
+    for item in range(num_items):
+        pairs = scheduler.on_arrival(item)
+        assert all(item in p for p in pairs)
+        per_arrival.append(len(pairs))
+        for a, b in pairs:
+            scheduler.on_verdict(a, b, 1.0)
+        idle = 0
+        for _ in range(idle_rounds_between_arrivals):
+            pairs = scheduler.on_idle()
+            if not pairs:
+                break
+            assert max(max(p) for p in pairs) <= item  # only traces that are there
+            idle += len(pairs)
+            for a, b in pairs:
+                scheduler.on_verdict(a, b, 1.0)
+        idle_before_completion.append(idle)
+    scheduler.on_complete()
+    after = 0
+    pairs = scheduler.on_idle()  # the rest of the budget, one round
+    after += len(pairs)
+    for a, b in pairs:
+        scheduler.on_verdict(a, b, 0.0)
+    assert scheduler.on_idle() == []
+    return scheduler, per_arrival, idle_before_completion, after
+
+
+@pytest.mark.parametrize(("num_items", "final_calls"), [(8, 3), (8, 1), (16, 2), (4, 3), (3, 3)])
+def test_paced_spends_while_arriving_and_leaves_one_round_for_the_last_trace(num_items, final_calls):
+    budget = live_call_count(num_items)
+    scheduler, per_arrival, idle, after = drive_paced(num_items, budget, final_calls)
+    # Every arrival connects at once; the last plays min(final_calls, what is left) in one round; nothing after.
+    assert per_arrival[0] == 0 and all(c == 1 for c in per_arrival[1:-1])
+    assert 1 <= per_arrival[-1] <= max(final_calls, 1) and idle[-1] == 0 and after == 0
+    assert len(scheduler.scheduled) == budget
+    # The quota grows with the traces present: nothing is spent early that the cumulative quota does not allow.
+    spent = np.cumsum([a + i for a, i in zip(per_arrival, idle)])
+    for present in range(2, num_items - 1):
+        assert spent[present - 1] <= max(scheduler.quota(present), present - 1)
+
+
+def test_paced_spends_the_rest_with_the_last_arrival_when_traces_came_faster_than_verdicts():
+    scheduler, per_arrival, idle, after = drive_paced(8, 18, 3, idle_rounds_between_arrivals=0)
+    assert sum(idle) == 0 and per_arrival == [0] + [1] * 6 + [3]  # no idle time: one connecting call each
+    assert after == 18 - 9  # the rest of the budget: asked for once the group is complete, in one round
+    assert len(set(scheduler.scheduled)) == 18  # on distinct pairs
+    result = play(8, "paced", 18)  # through the driver, which asks for the rest with the last arrival's calls
+    assert result.judge_calls == 18 and result.rounds_after_last_arrival == 1
+
+
+def test_paced_is_a_budgeted_strategy_with_checked_options():
+    with pytest.raises(ValueError, match="final_calls"):
+        PacedScheduler(8, 18, final_calls=0)
+    with pytest.raises(ValueError, match="pace"):
+        PacedScheduler(8, 18, pace=float("nan"))
+    with pytest.raises(ValueError, match="cannot connect"):
+        make_scheduler("paced", 8, budget=6)
 
 
 def test_info_gain_prefers_uncertain_pairs_over_settled_ones():

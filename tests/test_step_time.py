@@ -26,7 +26,7 @@ def _load():
 
 
 st = _load()
-SCHEDULES = [st.WAIT_ROUND_ROBIN, st.LIVE, st.INFO_GAIN, st.parse_adaptive("live:0.75:1")]
+SCHEDULES = [st.WAIT_ROUND_ROBIN, st.LIVE, st.INFO_GAIN, st.parse_adaptive("live:0.83:1")]
 ARENA = [f"arena_{s.name}" for s in SCHEDULES]
 
 # A small cluster with the default's shape: 64 prompts on 2 rollout engines, a judge that is busy but not swamped.

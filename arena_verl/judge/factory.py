@@ -17,6 +17,7 @@ def make_judge(settings: JudgeSettings) -> Judge:
             tie_rate=settings.sim_tie_rate,
             parse_failure_rate=settings.sim_parse_failure_rate,
             latency_s=settings.sim_latency_s,
+            latency_sigma=settings.sim_latency_sigma,
             seed=settings.seed,
         )
     if settings.backend == "transformers":

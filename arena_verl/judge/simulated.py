@@ -25,8 +25,12 @@ def hashed_quality(text: str, seed: int = 0) -> float:
 
 class SimulatedTraceJudge:
     """SIMULATED judge over traces: ``P(first wins) = sigmoid(sharpness * (q_first - q_second) + position_bias)``,
-    with tie, parse-failure and latency settings as :class:`arena_verl.tournament.SimulatedJudge`. Draws come from
-    one generator seeded by ``seed``."""
+    with tie and parse-failure settings as :class:`arena_verl.tournament.SimulatedJudge`. Draws come from one
+    generator seeded by ``seed``.
+
+    Each call waits a random latency of mean ``latency_s`` (0: answers at once): exponential when ``latency_sigma``
+    is 0 (the historical default), else log-normal with that sigma (of the log), e.g. 0.3 for a judge whose calls
+    take about the same time (the live-latency benchmark's protocol)."""
 
     name = "simulated"
 
@@ -38,11 +42,14 @@ class SimulatedTraceJudge:
         tie_rate: float = 0.0,
         parse_failure_rate: float = 0.0,
         latency_s: float = 0.0,
+        latency_sigma: float = 0.0,
         seed: int = 0,
     ):
+        if not (latency_s >= 0 and latency_sigma >= 0):  # also rejects NaN
+            raise ValueError(f"latency_s and latency_sigma must be >= 0, got {latency_s!r} and {latency_sigma!r}")
         self.sharpness, self.position_bias = float(sharpness), float(position_bias)
         self.tie_rate, self.parse_failure_rate = float(tie_rate), float(parse_failure_rate)
-        self.latency_s, self.seed = float(latency_s), int(seed)
+        self.latency_s, self.latency_sigma, self.seed = float(latency_s), float(latency_sigma), int(seed)
         self.rng = np.random.default_rng(seed)
         self.stats = JudgeStats()
 
@@ -82,6 +89,17 @@ class SimulatedTraceJudge:
         level = expit(self.sharpness * self.quality(trace)) + noise
         return float(np.clip(np.round(2.0 * level) / 2.0, 0.0, 1.0))
 
+    def draw_latency(self) -> float:
+        """One call's latency in seconds: exponential (``latency_sigma == 0``) or log-normal, mean ``latency_s``."""
+        if self.latency_s == 0:
+            return 0.0
+        if self.latency_sigma == 0:
+            return float(self.rng.exponential(self.latency_s))
+        # E[exp(N(mu, sigma^2))] = exp(mu + sigma^2 / 2): this mu makes the mean latency_s.
+        mu = np.log(self.latency_s) - 0.5 * self.latency_sigma**2
+        return float(self.rng.lognormal(mu, self.latency_sigma))
+
     async def _wait(self) -> None:
-        if self.latency_s > 0:
-            await asyncio.sleep(float(self.rng.exponential(self.latency_s)))
+        delay = self.draw_latency()
+        if delay > 0:
+            await asyncio.sleep(delay)

@@ -42,6 +42,10 @@ class TournamentResult:
         in judge-call latencies, once rollout is over.
     wins, games : numpy.ndarray
         Per-trace wins (ties count half) and games over ``comparisons``.
+    dropped_calls : int
+        Calls still in flight at :meth:`Tournament.finish`'s deadline: cancelled, not in the fit, not failures.
+    skipped_idle_rounds : int
+        Times the tournament's ``idle_gate`` held back the work a scheduler wanted while the judge was idle.
     """
 
     comparisons: list[tuple[int, int, float]]
@@ -52,6 +56,8 @@ class TournamentResult:
     rounds_after_last_arrival: int = 0
     wins: np.ndarray = field(default_factory=lambda: np.zeros(0))
     games: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    dropped_calls: int = 0
+    skipped_idle_rounds: int = 0
 
     @property
     def win_rate(self) -> np.ndarray:
@@ -72,6 +78,8 @@ async def run_tournament(
     mirror_augment: bool = False,
     on_failure: str = "tie",
     max_concurrency: int | None = None,
+    final_calls: int = 3,
+    pace: float = 3.0,
 ) -> TournamentResult:
     """Run a tournament over ``num_items`` traces that arrive in index order.
 
@@ -99,11 +107,14 @@ async def run_tournament(
         nothing. Either way it is counted in ``failed_calls`` and never becomes a win.
     max_concurrency : int, optional
         Cap on judge calls in flight.
+    final_calls, pace
+        The ``paced`` strategy's (see :class:`~arena_verl.tournament.schedulers.PacedScheduler`).
 
     Notes
     -----
-    Each arrival's matches are judged before the next trace arrives, so a run is reproducible for a given seed and
-    a judge whose verdicts depend only on its inputs and its own seeded generator.
+    Each arrival's matches, and whatever the scheduler judges while the judge is idle, are judged before the next
+    trace arrives (as if traces arrived slower than verdicts), so a run is reproducible for a given seed and a judge
+    whose verdicts depend only on its inputs and its own seeded generator.
     """
     tournament = Tournament(
         num_items,
@@ -117,6 +128,8 @@ async def run_tournament(
         mirror_augment=mirror_augment,
         on_failure=on_failure,
         max_concurrency=max_concurrency,
+        final_calls=final_calls,
+        pace=pace,
     )
     for _ in range(num_items):
         tournament.add()
@@ -137,6 +150,10 @@ class Tournament:
     that has not seen their predecessors' results (the live schedule then degenerates to fixed positions). True
     (the paper's rule, and what :func:`run_tournament` does): an arrival is held until every match in flight has
     its verdict, then scheduled; the price is latency, up to one judge round per held arrival.
+
+    ``idle_gate(complete) -> bool``, when given, is asked before the scheduler's idle-time work is started (before
+    completion: speculative work on a group still arriving; after it: the rest of the budget); False holds it back
+    (counted), which is how the referee sheds load when the judge cannot keep up.
     """
 
     def __init__(
@@ -155,6 +172,9 @@ class Tournament:
         max_concurrency: int | None = None,
         prefix_aware: bool = False,
         wait_for_verdicts: bool = False,
+        final_calls: int = 3,
+        pace: float = 3.0,
+        idle_gate: Callable[[bool], bool] | None = None,
     ):
         if on_failure not in FAILURE_POLICIES:
             raise ValueError(f"on_failure must be one of {FAILURE_POLICIES}, got {on_failure!r}")
@@ -163,8 +183,9 @@ class Tournament:
         self._rng = np.random.default_rng(seed)
         self.num_items = num_items
         self.scheduler = make_scheduler(
-            strategy, num_items, pair_budget, seed=self._rng, l2=l2, order_effect=order_effect
-        )
+            strategy, num_items, pair_budget, seed=self._rng, l2=l2, order_effect=order_effect,
+            final_calls=final_calls, pace=pace,
+        )  # fmt: skip
         self._judge = judge
         self._limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         self._two_sided, self._mirror, self._on_failure = two_sided, mirror_augment, on_failure
@@ -178,6 +199,9 @@ class Tournament:
         self.judge_calls = 0
         self._rounds_after_last = 0
         self._wait_for_verdicts = wait_for_verdicts
+        self._idle_gate = idle_gate
+        self.skipped_idle_rounds = 0
+        self.dropped_calls = 0
 
     def add(self) -> int:
         """The next trace arrived; returns its index."""
@@ -196,6 +220,9 @@ class Tournament:
             pairs = self.scheduler.on_arrival(self.admitted)
             self.admitted += 1
             self._dispatch(pairs)
+            if self.admitted == self.num_items and self.scheduler.spends_rest_on_last_arrival:
+                self.scheduler.on_complete()
+                self._dispatch_idle(same_round=True)
 
     async def settle(self) -> None:
         """Wait until no judge call is in flight (follow-up calls included)."""
@@ -205,17 +232,40 @@ class Tournament:
         if self._error is not None:
             raise self._error
 
-    async def finish(self) -> TournamentResult:
-        """The group is complete: judge what the scheduler still asks for, then fit."""
+    async def finish(self, deadline_s: float | None = None) -> TournamentResult:
+        """The group is complete: judge what the scheduler still asks for, then fit.
+
+        ``deadline_s``: answer at most this long from now with the verdicts in hand; calls still in flight then are
+        cancelled and counted in ``dropped_calls`` (None: wait for every call)."""
         if self.arrived != self.num_items:
             raise ValueError(f"finish() after {self.arrived} of {self.num_items} arrivals")
+        until = None if deadline_s is None else asyncio.get_running_loop().time() + max(0.0, deadline_s)
         # Arrivals held for verdicts are admitted as those verdicts come in (held ones imply calls in flight).
-        await self.settle()
-        self.scheduler.on_complete()
-        if not self._inflight:
-            self._dispatch(self.scheduler.on_idle())
-        await self.settle()
+        if await self._settle_until(until):
+            self.scheduler.on_complete()
+            if not self._inflight:
+                self._dispatch_idle()
+            await self._settle_until(until)
+        self._drop_inflight()
         return self.result()
+
+    async def _settle_until(self, until: float | None) -> bool:
+        """``settle()`` with a deadline (loop time); False when calls are still in flight at the deadline."""
+        loop = asyncio.get_running_loop()
+        while self._inflight:
+            timeout = None if until is None else until - loop.time()
+            if timeout is not None and timeout <= 0:
+                return False
+            await asyncio.wait(set(self._inflight), timeout=timeout)
+            await asyncio.sleep(0)  # let the done callbacks dispatch follow-ups
+        if self._error is not None:
+            raise self._error
+        return True
+
+    def _drop_inflight(self) -> None:
+        for task in list(self._inflight):
+            self.dropped_calls += 1
+            task.cancel()
 
     def cancel(self) -> None:
         for task in list(self._inflight):
@@ -242,12 +292,22 @@ class Tournament:
             rounds_after_last_arrival=self._rounds_after_last,
             wins=tally.wins,
             games=tally.games,
+            dropped_calls=self.dropped_calls,
+            skipped_idle_rounds=self.skipped_idle_rounds,
         )
 
-    def _dispatch(self, pairs: list[tuple[int, int]]) -> None:
+    def _dispatch_idle(self, same_round: bool = False) -> None:
+        """The scheduler's idle-time work, unless the gate holds it back."""
+        if self._idle_gate is not None and not self._idle_gate(self.scheduler.complete):
+            self.skipped_idle_rounds += 1
+            return
+        self._dispatch(self.scheduler.on_idle(), same_round)
+
+    def _dispatch(self, pairs: list[tuple[int, int]], same_round: bool = False) -> None:
         if not pairs:
             return
-        self._rounds_after_last += 1
+        if not same_round:
+            self._rounds_after_last += 1
         for first, second in present(pairs, self._rng, self._two_sided, self._prefix_aware):
             number = self.judge_calls
             self.judge_calls += 1
@@ -277,7 +337,7 @@ class Tournament:
                 if self.admitted < self.arrived:
                     self._admit_held()  # the verdicts the held arrivals waited for are in
                 else:
-                    self._dispatch(self.scheduler.on_idle())
+                    self._dispatch_idle()
             except Exception as exc:  # noqa: BLE001  (surfaced by settle())
                 self._error = exc
 

@@ -7,6 +7,8 @@ A scheduler is driven by four events:
   ``None`` = the judge gave no verdict, which is not recorded).
 - ``on_complete()``: every trace has arrived (the group is complete).
 - ``on_idle() -> pairs``: no judge call is in flight. After ``on_complete``, an empty answer ends the tournament.
+  Before it, most schedulers answer nothing (they judge on arrivals only); :class:`PacedScheduler` uses the judge's
+  idle time while the group still arrives.
 
 Pairs are unordered ``(a, b)`` with ``a < b``. The driver (:func:`arena_verl.tournament.run_tournament`, or the
 referee of the reward manager) judges what it is given. Schedulers only pick pairs; presentation order, retries,
@@ -28,6 +30,7 @@ __all__ = [
     "LiveScheduler",
     "RandomScheduler",
     "InfoGainScheduler",
+    "PacedScheduler",
     "live_call_count",
     "round_robin_call_count",
     "make_scheduler",
@@ -51,6 +54,10 @@ def live_call_count(num_items: int) -> int:
 
 class Scheduler(ABC):
     """Base class: keeps the arrivals and the verdicts seen so far."""
+
+    # True: the driver completes the scheduler and asks on_idle() right after the last arrival, without waiting for
+    # the calls in flight, and judges what it returns in the same round as the last arrival's matches.
+    spends_rest_on_last_arrival = False
 
     def __init__(self, num_items: int):
         if isinstance(num_items, bool) or not isinstance(num_items, (int, np.integer)) or num_items < 1:
@@ -233,6 +240,77 @@ class InfoGainScheduler(Scheduler):
         return [candidates[i] for i in order]
 
 
+class PacedScheduler(InfoGainScheduler):
+    """Spends the call budget while rollout is still running, so that only one round waits for the last trace.
+
+    - Each arrival plays one opponent at once (the most useful pair that includes it), which keeps it connected.
+    - While the group is incomplete and no call is in flight, the most useful pairs among the traces present are
+      judged, one per round (each sees every verdict so far), up to a quota that grows with the traces present:
+      ``quota(k) = (budget - final_calls) * (C(k, 2) / C(N - 1, 2)) ** (pace / 2)``. Little is spent while few traces
+      exist (those calls are the ones wasted when the group turns out diverse, and they rank only a few traces), and
+      the quota is full by the second-to-last arrival. ``budget - quota`` is always enough for every later arrival's
+      connecting call and the last arrival's ``final_calls``.
+    - The last arrival plays ``final_calls`` opponents at once, and whatever the quota could not spend (traces came
+      faster than verdicts, or load shedding held it back) goes into the same round, on the most useful pairs
+      (``spends_rest_on_last_arrival``: the driver asks :meth:`on_idle` right after the last arrival): one round
+      after the last trace, always, like ``live``.
+
+    Pairs are chosen by :class:`InfoGainScheduler`'s score (chance of the wrong order times the information of one
+    verdict). ``scripts/bench/ranking.py`` and ``scripts/bench/live_latency.py`` measure it against ``live``.
+    """
+
+    def __init__(
+        self,
+        num_items: int,
+        budget: int | None = None,
+        *,
+        final_calls: int = 3,
+        pace: float = 3.0,
+        l2: float = 0.1,
+        order_effect: bool = False,
+    ):
+        super().__init__(num_items, budget, per_arrival=1, l2=l2, order_effect=order_effect)
+        if isinstance(final_calls, bool) or not isinstance(final_calls, (int, np.integer)) or final_calls < 1:
+            raise ValueError(f"final_calls must be an integer >= 1, got {final_calls!r}")
+        if not (isinstance(pace, (int, float)) and np.isfinite(pace) and pace > 0):
+            raise ValueError(f"pace must be a finite number > 0, got {pace!r}")
+        self.final_calls = min(int(final_calls), max(1, num_items - 1))
+        self.pace = float(pace)
+
+    def quota(self, present: int) -> int:
+        """Calls that may have been scheduled once ``present`` traces have arrived (before completion)."""
+        n = self.num_items
+        spendable = self.budget - self.final_calls
+        if present >= n - 1 or n < 3:
+            return spendable
+        share = (present * (present - 1) / 2) / ((n - 1) * (n - 2) / 2)
+        return int(round(spendable * share ** (self.pace / 2)))
+
+    def _arrival_pairs(self, item: int) -> list[Pair]:
+        if item == 0:
+            return []
+        self._reserve -= 1
+        count = 1
+        if item == self.num_items - 1:
+            count = max(1, min(self.final_calls, item, self.budget - len(self.scheduled)))
+        return self._schedule(self._rank_pairs(item + 1, must_include=item)[:count])
+
+    spends_rest_on_last_arrival = True
+
+    def on_idle(self) -> list[Pair]:
+        if self.complete:  # the rest of the budget, in one round (asked with the last arrival's calls in flight)
+            left = self.budget - len(self.scheduled)
+            return self._schedule(self._rank_pairs(self.num_items)[:left]) if left > 0 else []
+        present = self.arrived
+        # Keep one connecting call for each later arrival but the last, and the last arrival's final calls.
+        later = self.num_items - present
+        cap = self.budget - self.final_calls - (later - 1)
+        left = min(self.quota(present), cap) - len(self.scheduled)
+        if present < 2 or left <= 0:
+            return []
+        return self._schedule(self._rank_pairs(present)[:1])
+
+
 def _all_pairs(num_items: int) -> list[Pair]:
     return [(a, b) for b in range(num_items) for a in range(b)]
 
@@ -247,7 +325,7 @@ def _check_budget(num_items: int, budget: int | None) -> int:
     return int(budget)
 
 
-STRATEGIES: tuple[str, ...] = ("round_robin", "live", "random", "info_gain")
+STRATEGIES: tuple[str, ...] = ("round_robin", "live", "random", "info_gain", "paced")
 
 
 def make_scheduler(
@@ -258,11 +336,14 @@ def make_scheduler(
     seed: int | np.random.Generator | None = 0,
     l2: float = 0.1,
     order_effect: bool = False,
+    final_calls: int = 3,
+    pace: float = 3.0,
 ) -> Scheduler:
     """Build the scheduler named ``strategy`` (one of :data:`STRATEGIES`).
 
     ``budget`` (judge calls; default: the live tournament's count for ``num_items``) applies to the budgeted
-    strategies (``random``, ``info_gain``); ``round_robin`` and ``live`` have fixed counts and reject a budget.
+    strategies (``random``, ``info_gain``, ``paced``); ``round_robin`` and ``live`` have fixed counts and reject a
+    budget. ``final_calls`` and ``pace`` are :class:`PacedScheduler`'s.
     """
     if strategy in ("round_robin", "live"):
         if budget is not None:
@@ -272,4 +353,6 @@ def make_scheduler(
         return RandomScheduler(num_items, budget, seed=seed)
     if strategy == "info_gain":
         return InfoGainScheduler(num_items, budget, l2=l2, order_effect=order_effect)
+    if strategy == "paced":
+        return PacedScheduler(num_items, budget, final_calls=final_calls, pace=pace, l2=l2, order_effect=order_effect)
     raise ValueError(f"unknown strategy {strategy!r}; expected one of {STRATEGIES}")

@@ -175,7 +175,7 @@ def parse_adaptive(text: str) -> Schedule:
     """``CALLS:EARLY_SHARE:ROUNDS`` (CALLS an integer or ``live``) -> the ``adaptive`` schedule."""
     parts = text.split(":")
     if len(parts) != 3:
-        raise ValueError(f"--adaptive wants CALLS:EARLY_SHARE:ROUNDS (e.g. live:0.75:1), got {text!r}")
+        raise ValueError(f"--adaptive wants CALLS:EARLY_SHARE:ROUNDS (e.g. live:0.83:1), got {text!r}")
     calls_text, share_text, rounds_text = parts
     try:
         calls = live_call_count if calls_text == "live" else int(calls_text)
@@ -186,7 +186,7 @@ def parse_adaptive(text: str) -> Schedule:
         ) from None
     if not 0.0 <= share <= 1.0 or rounds < 0 or (not callable(calls) and calls < 0):
         raise ValueError(f"--adaptive {text!r}: need CALLS >= 0, 0 <= EARLY_SHARE <= 1, ROUNDS >= 0")
-    return Schedule("adaptive", calls, share, rounds)
+    return Schedule("paced", calls, share, rounds)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -785,8 +785,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add(
         "--adaptive",
-        default="live:0.75:1",
-        help="the adaptive schedule, CALLS:EARLY_SHARE:ROUNDS, CALLS an integer or 'live' (default live:0.75:1)",
+        default="live:0.83:1",
+        help="the adaptive schedule, CALLS:EARLY_SHARE:ROUNDS, CALLS an integer or 'live' (default live:0.83:1)",
     )
     add("--repeats", type=int, default=d.repeats, help=f"steps to average (default {d.repeats})")
     add("--seed", type=int, default=d.seed)
