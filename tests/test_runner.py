@@ -318,3 +318,27 @@ def test_the_idle_gate_holds_back_speculation_and_then_the_rest_of_the_budget():
     assert shed.judge_calls == 6 + 3 and shed.skipped_idle_rounds > 0  # connecting calls, the final calls only
     free = asyncio.run(scenario(None))
     assert free.judge_calls == 18 and free.rounds_after_last_arrival == 1 and free.skipped_idle_rounds == 0
+
+
+def test_a_judge_that_keeps_raising_does_not_flood_the_log(caplog):
+    from arena_verl.tournament import runner
+
+    log = runner._RateLimitedFailureLog(full=2, interval_s=3600)
+
+    async def boom():
+        raise RuntimeError("judge down")
+
+    async def scenario():
+        for _ in range(50):
+            assert await runner.contained(boom(), "judge call") is None
+
+    original = runner._FAILURE_LOG
+    runner._FAILURE_LOG = log
+    try:
+        with caplog.at_level("WARNING", logger="arena_verl.tournament.runner"):
+            asyncio.run(scenario())
+    finally:
+        runner._FAILURE_LOG = original
+    records = [r for r in caplog.records if "judge call failed" in r.getMessage()]
+    assert len(records) == 3  # two with a traceback, then one line for the rest of the hour
+    assert records[0].exc_info and not records[2].exc_info and log.suppressed == 47

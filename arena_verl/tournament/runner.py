@@ -383,9 +383,37 @@ async def contained(call: Awaitable, what: str = "judge call"):
             raise
         logger.warning("%s raised CancelledError of its own; counted as failed", what)
         return None
-    except BaseException:  # noqa: BLE001  (any judge error is counted as a failure, by design)
-        logger.warning("%s failed", what, exc_info=True)
+    except BaseException as exc:  # noqa: BLE001  (any judge error is counted as a failure, by design)
+        _FAILURE_LOG.warn(what, exc)
         return None
+
+
+class _RateLimitedFailureLog:
+    """Judge failures in the log without filling the disk: the first few with their traceback, then at most one line
+    per ``interval_s`` saying how many were left out (a judge that keeps raising raises on every call; the failures
+    themselves are always counted in the metrics)."""
+
+    def __init__(self, full: int = 5, interval_s: float = 60.0):
+        self.full, self.interval_s = full, interval_s
+        self.logged, self.suppressed, self._last = 0, 0, -float("inf")
+
+    def warn(self, what: str, exc: BaseException) -> None:
+        import time
+
+        if self.logged < self.full:
+            self.logged += 1
+            logger.warning("%s failed", what, exc_info=(type(exc), exc, exc.__traceback__))
+            return
+        now = time.monotonic()
+        if now - self._last < self.interval_s:
+            self.suppressed += 1
+            return
+        self._last = now
+        logger.warning("%s failed: %r (%d similar failures not logged since the last line)", what, exc, self.suppressed)
+        self.suppressed = 0
+
+
+_FAILURE_LOG = _RateLimitedFailureLog()
 
 
 def valid_outcome(outcome, allowed: tuple[float, ...] | None = None) -> float | None:
