@@ -3,12 +3,9 @@
 writes the documented records and leaves no Ray process behind."""
 
 import asyncio
-import importlib.util
 import json
 import math
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import psutil
@@ -18,16 +15,7 @@ from omegaconf import OmegaConf
 from arena_verl.judge import Trace, make_judge
 from arena_verl.judge.simulated import SimulatedTraceJudge
 from arena_verl.settings import JudgeSettings, settings_from_config
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench" / "live_latency.py"
-
-
-def load_benchmark():
-    spec = importlib.util.spec_from_file_location("live_latency_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+from helpers.scripts import load_script
 
 
 def test_lognormal_latency_has_the_configured_mean_and_sigma():
@@ -89,7 +77,7 @@ def test_latency_sigma_is_read():
 
 
 def test_step_plans_follow_the_protocol():
-    bench = load_benchmark()
+    bench = load_script("bench/live_latency.py", "live_latency_bench")
     plans = bench.plan_step(seed=0, n=8, groups=64, step=3)
     assert plans == bench.plan_step(seed=0, n=8, groups=64, step=3)  # every strategy sees the same step
     assert plans != bench.plan_step(seed=0, n=8, groups=64, step=4)
@@ -106,7 +94,7 @@ def test_step_plans_follow_the_protocol():
 def test_a_tiny_run_writes_the_records_and_stops_ray(tmp_path):
     import ray
 
-    bench = load_benchmark()
+    bench = load_script("bench/live_latency.py", "live_latency_bench")
     out = tmp_path / "live_latency.json"
     labels = ["wait_round_robin", "live", "info_gain"]
     argv = ["--steps", "2", "--control-steps", "1", "--shapes", "4x4", "--unit", "0.01"]

@@ -3,9 +3,7 @@ failures, and the checks that turn memory and descriptor figures into findings."
 
 import contextlib
 import dataclasses
-import importlib.util
 import json
-import sys
 import threading
 import time
 from pathlib import Path
@@ -13,23 +11,16 @@ from pathlib import Path
 import psutil
 import pytest
 
+from helpers.scripts import load_script
+
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "scripts" / "bench" / "soak.py"
 REPORT_KEYS = {
     "settings", "cpus", "elapsed_s", "steps", "samples", "samples_per_s", "all_rewarded", "caps", "start", "end",
     "growth", "fallbacks", "groups", "groups_routed", "judge", "findings", "ok", "snapshots",
 }  # fmt: skip
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("soak", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["soak"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-soak = _load()
+soak = load_script("bench/soak.py", "soak")
 
 
 class _DescendantWatcher(threading.Thread):

@@ -1,7 +1,6 @@
 """The step-time model (scripts/bench/step_time.py): properties a correct model must have, on small settings."""
 
 import dataclasses
-import importlib.util
 import json
 import math
 import subprocess
@@ -12,20 +11,13 @@ from pathlib import Path
 import pytest
 
 from arena_verl.tournament import LiveScheduler, live_call_count, round_robin_call_count
+from helpers.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "bench" / "step_time.py"
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("step_time", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["step_time"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-st = _load()
+st = load_script("bench/step_time.py", "step_time")
 SCHEDULES = [st.WAIT_ROUND_ROBIN, st.LIVE, st.INFO_GAIN, st.parse_adaptive("live:0.83:1")]
 ARENA = [f"arena_{s.name}" for s in SCHEDULES]
 
