@@ -110,7 +110,6 @@ class _Group:
         self.index_of: dict[str, int] = {}
         self.content: dict[str, int] = {}
         self.received = 0
-        self.step: int | None = None  # the training step of its first sample (per-step counters)
         self.tournament: Tournament | None = None
         self.speculative_calls = 0
         self.complete = False
@@ -119,6 +118,11 @@ class _Group:
 
     def rewards(self) -> list[float]:
         return [m.verifier_reward for m in self.members]
+
+    @property
+    def step(self) -> int | None:
+        """The training step of its first sample (per-step counters); None once answered and forgotten."""
+        return self.members[0].step if self.members else None
 
 
 class Referee:
@@ -162,8 +166,6 @@ class Referee:
             return Verdict(reward=sub.verifier_reward, fallback=FALLBACK_LATE)
 
         index = len(group.members)
-        if not group.members:
-            group.step = sub.step
         group.members.append(sub)
         group.received += 1
         group.index_of[sub.sample_key] = index
@@ -400,7 +402,7 @@ class Referee:
         when at least one of its samples' rewards did (``samples_routed`` counts them one by one), and its judge
         calls are charged as routed; calls of a group that got no reward from them (it turned out diverse, every call
         failed, the deadline or an error came first) are charged as wasted."""
-        step = group.members[0].step if group.members else None
+        step = group.step
         calls = verdicts[0].judge_calls if verdicts else 0
         routed = sum(v.routed for v in verdicts)
         self._count(step, "groups")

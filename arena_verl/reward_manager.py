@@ -155,9 +155,9 @@ class ArenaRewardManager(RewardManagerBase):
 
     async def _verify(self, data_source: str, text: str, ground_truth: Any, extra_info: dict) -> VerifyResult:
         scorer = self.user_scorer
-        if scorer is None and _is_math(data_source, self.settings.multiple_choice_data_sources):
+        if scorer is None and _matches_source(data_source, self.settings.multiple_choice_data_sources):
             return _multiple_choice(text, ground_truth, data_source)
-        if scorer is None and _is_math(data_source, self.settings.math_data_sources):
+        if scorer is None and _matches_source(data_source, self.settings.math_data_sources):
             return await self.loop.run_in_executor(None, self._verifier.score, text, ground_truth)
         scorer = scorer or self.default_scorer
         kwargs = dict(data_source=data_source, solution_str=text, ground_truth=ground_truth, extra_info=extra_info)
@@ -275,7 +275,8 @@ def _multiple_choice(text: str, ground_truth: Any, data_source: str) -> VerifyRe
     return VerifyResult(0.0, "wrong" if multiple_choice.extract_choice(text) else "no_answer")
 
 
-def _is_math(data_source: str, patterns: tuple[str, ...]) -> bool:
+def _matches_source(data_source: str, patterns: tuple[str, ...]) -> bool:
+    """Whether ``data_source`` contains one of the (case-insensitive) substrings; ``*`` matches all."""
     lowered = data_source.lower()
     return "*" in patterns or any(p.lower() in lowered for p in patterns)
 

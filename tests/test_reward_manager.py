@@ -52,9 +52,10 @@ def test_sample_keys_and_math_sources():
     assert reward_manager._sample_key(3) == "session-3"
     assert reward_manager._sample_key(None) != reward_manager._sample_key(None)  # one per call
     patterns = ArenaSettings().math_data_sources
-    assert reward_manager._is_math("openai/gsm8k", patterns) and reward_manager._is_math("math_dapo", patterns)
-    assert not reward_manager._is_math("codecontests", patterns)
-    assert reward_manager._is_math("codecontests", ("*",))
+    assert reward_manager._matches_source("openai/gsm8k", patterns)
+    assert reward_manager._matches_source("math_dapo", patterns)
+    assert not reward_manager._matches_source("codecontests", patterns)
+    assert reward_manager._matches_source("codecontests", ("*",))
 
 
 def test_verl_served_judge_uses_the_router_address():

@@ -226,11 +226,7 @@ class Tournament:
 
     async def settle(self) -> None:
         """Wait until no judge call is in flight (follow-up calls included)."""
-        while self._inflight:
-            await asyncio.wait(set(self._inflight))
-            await asyncio.sleep(0)  # let the done callbacks dispatch follow-ups
-        if self._error is not None:
-            raise self._error
+        await self._settle_until(None)
 
     async def finish(self, deadline_s: float | None = None) -> TournamentResult:
         """The group is complete: judge what the scheduler still asks for, then fit.
