@@ -101,7 +101,9 @@ def assert_arena_step(step: dict) -> None:
     # from the tournament's rewards.
     assert step["arena/groups_routed"] == BATCH and step["arena/alpha_routed"] == 1.0
     assert step["arena/judge_calls_per_routed_group"] == 6  # live schedule at N=4: 1 + 2 + 3(N-3)
-    assert step["critic/advantages/max"] > 0.5 and step["critic/advantages/min"] < -0.5
+    # GRPO's std-normalised advantage of a non-constant group of 4 reaches at least 0.5 on both sides ([1, 1, 1, 0] has
+    # max exactly 0.5 minus the epsilon), so 0.45 separates "the tournament spread the group" from all-zero advantages.
+    assert step["critic/advantages/max"] > 0.45 and step["critic/advantages/min"] < -0.45
     assert 0.0 <= step["arena/tail_after_last_sample_s"] < 60.0
 
 
