@@ -38,9 +38,13 @@ from typing import Any
 
 __all__ = [
     "EvaluationInputError",
+    "PromptIndex",
+    "PromptMatch",
     "Sample",
     "ValidationRow",
     "find_dump_files",
+    "prompt_groups",
+    "read_jsonl",
     "read_samples",
     "read_validation_data",
     "select_steps",
@@ -143,7 +147,7 @@ def read_validation_data(paths: list[str | Path]) -> list[ValidationRow]:
 
 def read_samples(path: str | Path, validation: list[ValidationRow] | None) -> list[Sample]:
     """The samples of one dump or generation file (a verl dump needs ``validation``, the parquet rows)."""
-    lines = _read_jsonl(Path(path))
+    lines = read_jsonl(Path(path))
     if "response" in lines[0][1]:
         return _generation_samples(Path(path), lines)
     if "input" in lines[0][1] and "output" in lines[0][1]:
@@ -158,7 +162,7 @@ def read_samples(path: str | Path, validation: list[ValidationRow] | None) -> li
     )
 
 
-def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
+def read_jsonl(path: Path) -> list[tuple[int, dict]]:
     lines = []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
@@ -214,8 +218,8 @@ def _generation_samples(path: Path, lines: list[tuple[int, dict]]) -> list[Sampl
 
 
 def _dump_samples(path: Path, lines: list[tuple[int, dict]], validation: list[ValidationRow]) -> list[Sample]:
-    groups = _prompt_groups(path, lines)
-    index = _PromptIndex(validation)
+    groups = prompt_groups(path, lines)
+    index = PromptIndex(validation)
     unmatched, ambiguous, disagreeing = [], [], []
     samples = []
     for prompt_id, records in groups.items():
@@ -263,7 +267,7 @@ def _dump_samples(path: Path, lines: list[tuple[int, dict]], validation: list[Va
     return samples
 
 
-def _prompt_groups(path: Path, lines: list[tuple[int, dict]]) -> dict[str, list[dict]]:
+def prompt_groups(path: Path, lines: list[tuple[int, dict]]) -> dict[str, list[dict]]:
     """The dump's samples by prompt: by the uuid of V1's ``uid`` (last output per session), else by ``input``."""
     finals: dict[tuple[str, str], tuple[int, dict]] = {}  # (prompt, session) -> (output index, record)
     first_lines: dict[str, int] = {}  # legacy: input text -> the line it first appears on
@@ -286,12 +290,12 @@ def _prompt_groups(path: Path, lines: list[tuple[int, dict]]) -> dict[str, list[
 
 
 @dataclass(frozen=True)
-class _Match:
+class PromptMatch:
     row: ValidationRow
     identity: tuple  # what must agree between rows that match the same prompt
 
 
-class _PromptIndex:
+class PromptIndex:
     """Finds the validation rows whose user message is inside a rendered prompt (see the module docstring)."""
 
     def __init__(self, rows: list[ValidationRow]):
@@ -300,7 +304,7 @@ class _PromptIndex:
         for entry in self.entries:
             self.by_truth[_canonical(entry[1].ground_truth)].append(entry)
 
-    def match(self, rendered: str, dumped_truth: Any) -> list[_Match]:
+    def match(self, rendered: str, dumped_truth: Any) -> list[PromptMatch]:
         squashed = _squash(rendered)
         same_truth = self.by_truth.get(_canonical(dumped_truth), []) if dumped_truth is not None else []
         found = [(message, row) for message, row in same_truth if message in squashed]
@@ -308,7 +312,7 @@ class _PromptIndex:
             found = [(message, row) for message, row in self.entries if message in squashed]
         messages = {message for message, _ in found}
         longest = [(m, row) for m, row in found if not any(m != other and m in other for other in messages)]
-        return [_Match(row, (row.data_source, row.ability, _canonical(row.ground_truth))) for _, row in longest]
+        return [PromptMatch(row, (row.data_source, row.ability, _canonical(row.ground_truth))) for _, row in longest]
 
 
 # ---------------------------------------------------------------------------------------------------- values
