@@ -19,6 +19,8 @@ import time
 import zlib
 from dataclasses import dataclass
 
+import numpy as np
+
 from .judge.base import Judge, Trace
 from .limiter import PRIORITY_COMPLETE, PRIORITY_SPECULATIVE, PriorityLimiter
 from .routing import (
@@ -35,7 +37,17 @@ from .tournament import Tournament, contained, valid_outcome
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Submission", "Verdict", "Referee", "FALLBACK_REASONS", "COUNTERS", "derive_metrics", "group_key"]
+__all__ = [
+    "Submission",
+    "Verdict",
+    "Referee",
+    "FALLBACK_REASONS",
+    "COUNTERS",
+    "derive_metrics",
+    "group_key",
+    "grpo_advantages",
+    "position_figures",
+]
 
 # Fallback reason codes (extra info "arena/fallback"): 0 = none.
 FALLBACK_REASONS = {
@@ -54,6 +66,7 @@ _STEPS_KEPT = 512  # per-step counters kept for metrics(step)
 # speculative idle-time work for groups still arriving; above the second, complete groups give up the rest of their
 # budget too. Below both, the deadline fallback is the last resort.
 SHED_SPECULATION_AT, SHED_BUDGET_AT = 1.0, 4.0
+_NONZERO_ADVANTAGE = 1e-6  # |advantage| above this moves the policy (a constant group's is ~1e-10: rounding)
 _LATENCY_EMA = 0.05  # weight of a new call's duration in the typical judge latency (completion_grace's unit)
 # Every metrics() answer carries these counters (0 when nothing happened), so tracker series stay aligned.
 COUNTERS = (
@@ -73,7 +86,21 @@ COUNTERS = (
     "shed_speculation",  # idle-time speculative work held back: the judge pool had a full pool's worth queued
     "shed_budget",  # a complete group's remaining budget given up: the judge pool was far behind
     *(f"fallback_{name}" for code, name in FALLBACK_REASONS.items() if code),
-)  # answered groups remembered for duplicates and late samples
+    # Sample utilisation (the paper's Figure 5): GRPO's outcome advantage of every answered sample, from the rewards
+    # the referee gave and from the verifier rewards alone (what RLVR gives the same samples).
+    "advantage_samples",
+    "nonzero_advantage",
+    "nonzero_advantage_rlvr",
+    "abs_advantage_sum",
+    "abs_advantage_sum_rlvr",
+    # The judge's position bias, from the verdicts that entered tournament fits.
+    "verdicts_decided",  # a win for one side (ties and failed calls are not)
+    "verdicts_first_won",  # ... for the trace shown first
+    "order_pairs",  # pairs judged in both presentation orders, both decided
+    "order_pairs_consistent",  # ... where the same trace won both times
+    "order_effect_sum",  # the fitted first-position bonus (order_effect: true), summed over routed tournaments
+    "order_effect_fits",
+)
 
 
 @dataclass(frozen=True)
@@ -112,6 +139,8 @@ class _Group:
         self.received = 0
         self.tournament: Tournament | None = None
         self.speculative_calls = 0
+        self.position: dict[str, int] = {}  # position_figures() of its tournament's verdicts
+        self.order_effect: float | None = None  # its fitted first-position bonus (order_effect: true)
         self.complete = False
         self.answered = False
         self.deadline: asyncio.TimerHandle | None = None
@@ -321,6 +350,9 @@ class Referee:
         result = await group.tournament.finish(deadline_s=deadline)
         self._count(group.step, "judge_calls_dropped", result.dropped_calls)
         rewards = tournament_rewards(self.settings.mode, result.strengths, group.rewards(), self.settings.reward_scale)
+        group.position = position_figures(result.comparisons)
+        if self.settings.order_effect and result.failed_calls < result.judge_calls:
+            group.order_effect = float(result.order_effect)
         win_rate = result.win_rate
         return [
             Verdict(
@@ -421,8 +453,24 @@ class Referee:
         for verdict in verdicts:
             if verdict.fallback:
                 self._count(step, f"fallback_{FALLBACK_REASONS[verdict.fallback]}")
+        self._count_utilisation(step, [v.reward for v in verdicts], group.rewards())
+        if routed:
+            for key, amount in group.position.items():
+                self._count(step, key, amount)
+            if group.order_effect is not None:
+                self._count(step, "order_effect_sum", group.order_effect)
+                self._count(step, "order_effect_fits")
 
-    def _count(self, step: int | None, key: str, amount: int = 1) -> None:
+    def _count_utilisation(self, step: int | None, rewards: list[float], verifier: list[float]) -> None:
+        """GRPO advantages of the group's samples under the given rewards and under the verifier's (RLVR)."""
+        norm = self.settings.advantage_norm_by_std is not False
+        self._count(step, "advantage_samples", len(rewards))
+        for suffix, values in (("", rewards), ("_rlvr", verifier)):
+            advantages = np.abs(grpo_advantages(values, norm))
+            self._count(step, f"nonzero_advantage{suffix}", int((advantages > _NONZERO_ADVANTAGE).sum()))
+            self._count(step, f"abs_advantage_sum{suffix}", float(advantages.sum()))
+
+    def _count(self, step: int | None, key: str, amount: float = 1) -> None:
         self._counters[key] += amount
         if step is not None:
             self._step_counters[step][key] += amount
@@ -436,15 +484,66 @@ class Referee:
 
 
 def derive_metrics(counts: dict[str, float]) -> dict[str, float]:
-    """``arena/<counter>`` for every counter, plus the ratios a user watches: the share of groups routed to the
-    judge (alpha), the all-correct share of non-diverse groups, judge calls per routed group."""
+    """``arena/<counter>`` for every counter, plus the ratios a user watches: alpha (the non-diverse share of groups,
+    split into all-correct and all-incorrect), the share routed to the judge, judge calls per routed group, sample
+    utilisation under the arena's rewards and under RLVR's (``*_rlvr``), and the judge's position bias. A ratio whose
+    denominator is 0 is 0.0, except the position-bias figures, which are left out when nothing measured them (a
+    0.0 or 0.5 would read as a measurement)."""
     out = {f"arena/{key}": float(counts.get(key, 0.0)) for key in COUNTERS}
     groups, routed, uniform = counts.get("groups", 0), counts.get("groups_routed", 0), counts.get("groups_uniform", 0)
+
+    def share(numerator: str, denominator: float) -> float:
+        return counts.get(numerator, 0.0) / denominator if denominator else 0.0
+
+    out["arena/alpha"] = uniform / groups if groups else 0.0
+    out["arena/all_correct_share"] = share("groups_all_correct", groups)
+    out["arena/all_incorrect_share"] = share("groups_all_incorrect", groups)
+    out["arena/all_correct_share_of_uniform"] = share("groups_all_correct", uniform)
     out["arena/alpha_routed"] = routed / groups if groups else 0.0
-    out["arena/uniform_share"] = uniform / groups if groups else 0.0
-    out["arena/all_correct_share_of_uniform"] = counts.get("groups_all_correct", 0) / uniform if uniform else 0.0
-    out["arena/judge_calls_per_routed_group"] = counts.get("judge_calls_routed", 0) / routed if routed else 0.0
+    out["arena/judge_calls_per_routed_group"] = share("judge_calls_routed", routed)
+    samples = counts.get("advantage_samples", 0)
+    for suffix in ("", "_rlvr"):
+        out[f"arena/nonzero_advantage_share{suffix}"] = share(f"nonzero_advantage{suffix}", samples)
+        out[f"arena/mean_abs_advantage{suffix}"] = share(f"abs_advantage_sum{suffix}", samples)
+    if counts.get("verdicts_decided", 0):
+        out["arena/first_position_win_share"] = share("verdicts_first_won", counts["verdicts_decided"])
+    if counts.get("order_pairs", 0):
+        out["arena/self_consistency"] = share("order_pairs_consistent", counts["order_pairs"])
+    if counts.get("order_effect_fits", 0):
+        out["arena/order_effect"] = share("order_effect_sum", counts["order_effect_fits"])
     return out
+
+
+def grpo_advantages(rewards, norm_by_std: bool = True) -> np.ndarray:
+    """The outcome advantage verl's ``grpo`` estimator gives one group: ``(r - mean) / (std + 1e-6)`` with the
+    unbiased std (``r - mean`` without ``norm_adv_by_std_in_grpo``); a group of one keeps its reward, as in verl."""
+    rewards = np.asarray(rewards, dtype=np.float64)
+    if rewards.size < 2:
+        return rewards.copy()
+    centred = rewards - rewards.mean()
+    return centred / (rewards.std(ddof=1) + 1e-6) if norm_by_std else centred
+
+
+def position_figures(comparisons) -> dict[str, int]:
+    """Position-bias counts over one tournament's verdicts ``(first, second, outcome)`` in presentation order:
+    decided verdicts, those won by the trace shown first, and pairs judged in both orders (both decided) with how
+    many of them the same trace won both times."""
+    decided = [(first, second, outcome) for first, second, outcome in comparisons if outcome in (0.0, 1.0)]
+    winners: dict[tuple[int, int], dict[int, set[int]]] = collections.defaultdict(lambda: collections.defaultdict(set))
+    for first, second, outcome in decided:
+        winners[(min(first, second), max(first, second))][first].add(first if outcome == 1.0 else second)
+    pairs = consistent = 0
+    for by_first in winners.values():
+        if len(by_first) == 2:  # judged with each trace shown first
+            pairs += 1
+            one, other = by_first.values()
+            consistent += len(one) == 1 and one == other
+    return {
+        "verdicts_decided": len(decided),
+        "verdicts_first_won": sum(outcome == 1.0 for _, _, outcome in decided),
+        "order_pairs": pairs,
+        "order_pairs_consistent": consistent,
+    }
 
 
 def group_key(uid) -> str:

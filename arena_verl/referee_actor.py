@@ -9,6 +9,7 @@ from typing import Any
 import ray
 
 from .judge import make_judge
+from .judge.base import JudgeStats
 from .referee import Referee, Submission, Verdict, group_key
 from .settings import ArenaSettings
 
@@ -23,7 +24,9 @@ class RefereeActor:
     """Hosts a :class:`Referee`. Restarted by Ray if its process dies (the state of groups in flight is lost)."""
 
     def __init__(self, settings: ArenaSettings):
-        self.referee = Referee(settings, make_judge(settings.judge))
+        # rlvr: the referee only counts groups (what the arena would route); no judge is built or called.
+        judge = make_judge(settings.judge) if settings.uses_judge else _NoJudge()
+        self.referee = Referee(settings, judge)
 
     async def submit(self, submission: Submission) -> Verdict:
         return await self.referee.submit(submission)
@@ -39,6 +42,21 @@ class RefereeActor:
 
     def judge_stats(self) -> dict[str, int]:
         return dataclasses.asdict(self.referee.judge.stats)
+
+
+class _NoJudge:
+    """The judge of a counting-only referee (mode rlvr): it is never asked; a call would be a bug, so it fails."""
+
+    name = "none"
+
+    def __init__(self):
+        self.stats = JudgeStats()
+
+    async def compare(self, *args, **kwargs):
+        raise RuntimeError("mode rlvr has no judge")
+
+    async def score(self, *args, **kwargs):
+        raise RuntimeError("mode rlvr has no judge")
 
 
 def shard_name(settings: ArenaSettings, uid: str) -> str:

@@ -114,6 +114,8 @@ class ArenaRewardManager(RewardManagerBase):
             )
         uid = non_tensor.get("uid")
         if validation or not self.settings.uses_judge or uid is None:
+            if not validation and uid is not None and self.settings.log_metrics:
+                self._observe(uid, non_tensor, valid_ids, verified.score)
             return _answer(verified, Verdict(reward=verified.score), validation)
 
         submission = Submission(
@@ -128,6 +130,25 @@ class ArenaRewardManager(RewardManagerBase):
             task=task_of(data_source, self.settings.math_data_sources),
         )
         return _answer(verified, await self._referee_verdict(submission), validation)
+
+    def _observe(self, uid: Any, non_tensor: dict, valid_ids, verifier_reward: float) -> None:
+        """rlvr: tell the referee about the sample without waiting for it (fire and forget), so that the RLVR run
+        logs how many groups were non-diverse and what the arena would have routed. Never delays the sample; a
+        referee that cannot be reached only costs that sample's count."""
+        submission = Submission(
+            uid=str(uid),
+            sample_key=_sample_key(non_tensor.get("session_id")),
+            content_key=hashlib.blake2b(valid_ids.cpu().numpy().tobytes(), digest_size=12).hexdigest(),
+            problem="",
+            trace=Trace(text=""),
+            verifier_reward=verifier_reward,
+            step=_int_or_none(non_tensor.get("global_steps")),
+        )
+        try:
+            referee_handle(self.settings, submission.uid).submit.remote(submission)  # the answer is never awaited
+        except Exception as exc:  # noqa: BLE001
+            logger.debug("rlvr observation of group %s not sent (%r)", submission.uid, exc)
+            forget_referee(self.settings, submission.uid)
 
     async def _referee_verdict(self, submission: Submission) -> Verdict:
         s = self.settings

@@ -108,6 +108,8 @@ class ArenaSettings:
     verifier_workers: int = 1
     answer_extraction: str = "boxed"  # boxed | lenient: a trace without a box is read by math-verify's extraction
     log_metrics: bool = True  # add the referees' per-step counters to the trainer's tracker (arena/*)
+    # The GRPO normalisation the sample-utilisation metrics assume; None: algorithm.norm_adv_by_std_in_grpo (True).
+    advantage_norm_by_std: bool | None = None
     judge: JudgeSettings = field(default_factory=JudgeSettings)
 
     def __post_init__(self):
@@ -135,6 +137,9 @@ def settings_from_config(config: Any) -> ArenaSettings:
         if rollout_n is None:
             raise ValueError(f"{_PREFIX}.group_size is 0 and actor_rollout_ref.rollout.n is not set")
         settings = dataclasses.replace(settings, group_size=int(rollout_n))
+    if settings.advantage_norm_by_std is None:
+        norm = _select(config, "algorithm.norm_adv_by_std_in_grpo")
+        settings = dataclasses.replace(settings, advantage_norm_by_std=True if norm is None else bool(norm))
     validate(settings)
     return settings
 

@@ -101,6 +101,10 @@ def assert_arena_step(step: dict) -> None:
     # from the tournament's rewards.
     assert step["arena/groups_routed"] == BATCH and step["arena/alpha_routed"] == 1.0
     assert step["arena/judge_calls_per_routed_group"] == 6  # live schedule at N=4: 1 + 2 + 3(N-3)
+    # Sample utilisation: RLVR would have given every sample a zero advantage; the arena gave none a zero one.
+    assert step["arena/nonzero_advantage_share_rlvr"] == 0.0 and step["arena/nonzero_advantage_share"] == 1.0
+    assert step["arena/mean_abs_advantage"] > 0.45 and step["arena/alpha"] == 1.0
+    assert 0.0 <= step["arena/first_position_win_share"] <= 1.0
     # GRPO's std-normalised advantage of a non-constant group of 4 reaches at least 0.5 on both sides ([1, 1, 1, 0] has
     # max exactly 0.5 minus the epsilon), so 0.45 separates "the tournament spread the group" from all-zero advantages.
     assert step["critic/advantages/max"] > 0.45 and step["critic/advantages/min"] < -0.45
@@ -204,11 +208,14 @@ def test_legacy_trainer_with_sharded_referees_keeps_the_rollout_in_sync(assets, 
     assert_evaluated(evaluate_dumps(tmp_path / "legacy", assets["val"], tmp_path), steps=[0, 2])
 
 
-def test_rlvr_mode_never_reaches_a_referee(assets, tmp_path):
+def test_rlvr_mode_counts_its_wasted_groups_without_a_judge(assets, tmp_path):
     summary = cpu_smoke(tmp_path / "rlvr", assets, MODE="rlvr", STEPS="1")
     (step,) = summary["steps"]
-    # The toy policy's rewards are all 0 and rlvr keeps them: zero advantages, no referee, no judge.
-    assert step["arena/groups"] == 0 and step["arena/judge_calls"] == 0
+    # The toy policy's rewards are all 0 and rlvr keeps them: zero advantages, no judge. The referee only counted
+    # (fire and forget): every group non-diverse, all incorrect, no sample with a gradient.
+    assert step["arena/judge_calls"] == 0 and step["arena/groups_routed"] == 0
+    assert step["arena/groups"] == BATCH and step["arena/alpha"] == 1.0 and step["arena/all_incorrect_share"] == 1.0
+    assert step["arena/nonzero_advantage_share_rlvr"] == 0.0 and step["arena/nonzero_advantage_share"] == 0.0
     assert step["arena/generations"] == BATCH * N  # counted without a referee too (RLVR + DAPO's comparison)
     assert step["critic/rewards/mean"] == 0 and step["critic/advantages/max"] == 0
     assert val_mean(summary, "arena/validation") == 1.0

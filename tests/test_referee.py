@@ -373,3 +373,94 @@ def test_an_overloaded_judge_pool_sheds_load_and_every_sample_is_answered():
 def test_the_judge_pool_cap_is_shared_by_the_referee_shards():
     assert Referee(settings(num_referees=3, judge=JudgeSettings(max_concurrency=32)), None)._limiter.capacity == 11
     assert Referee(settings(num_referees=64, judge=JudgeSettings(max_concurrency=32)), None)._limiter.capacity == 1
+
+
+# -- sample utilisation and position bias (the paper's Figure 5 metrics) -------------------------------------------
+
+
+def expected_utilisation(groups_rewards, norm=True):
+    """Hand computation of GRPO's outcome advantage per group: (r - mean) / (unbiased std + 1e-6)."""
+    nonzero, total = 0, 0.0
+    for rewards in groups_rewards:
+        r = np.asarray(rewards, dtype=float)
+        adv = (r - r.mean()) / (r.std(ddof=1) + 1e-6) if norm else r - r.mean()
+        nonzero += int((np.abs(adv) > 1e-6).sum())
+        total += float(np.abs(adv).sum())
+    return nonzero, total
+
+
+@pytest.mark.parametrize("norm", [True, False])
+def test_sample_utilisation_against_rlvr_on_a_hand_made_batch(norm):
+    diverse = [1, 0, 1, 0, 0, 1, 1, 0]
+    batch = group("d", diverse) + group("c", [1.0] * 8) + group("w", [0.0] * 8)
+    verdicts, referee = run(settings(advantage_norm_by_std=norm), batch, shuffle_seed=5)
+    arena = [[v.reward for v in verdicts[i : i + 8]] for i in (0, 8, 16)]
+    m = referee.metrics()
+    assert m["arena/advantage_samples"] == 24
+    # RLVR: only the diverse group moves the policy; the arena also spreads the two non-diverse groups.
+    rlvr_nonzero, rlvr_abs = expected_utilisation([diverse, [1.0] * 8, [0.0] * 8], norm)
+    assert rlvr_nonzero == 8
+    assert m["arena/nonzero_advantage_share_rlvr"] == pytest.approx(8 / 24)
+    assert m["arena/mean_abs_advantage_rlvr"] == pytest.approx(rlvr_abs / 24)
+    arena_nonzero, arena_abs = expected_utilisation(arena, norm)
+    assert arena_nonzero == 24
+    assert m["arena/nonzero_advantage_share"] == pytest.approx(1.0)
+    assert m["arena/mean_abs_advantage"] == pytest.approx(arena_abs / 24)
+    assert m["arena/alpha"] == pytest.approx(2 / 3)
+    assert m["arena/all_correct_share"] == m["arena/all_incorrect_share"] == pytest.approx(1 / 3)
+
+
+def test_rlvr_mode_counts_what_the_arena_would_route_without_a_judge():
+    class ExplodingJudge(SimulatedTraceJudge):
+        async def compare(self, *args, **kwargs):
+            raise AssertionError("rlvr must not judge")
+
+    batch = group("d", [1, 0, 1, 0, 0, 1, 1, 0]) + group("c", [1.0] * 8) + group("w", [0.0] * 8)
+    verdicts, referee = run(settings(mode="rlvr"), batch, judge=ExplodingJudge())
+    assert [v.reward for v in verdicts] == [s.verifier_reward for s in batch]
+    m = referee.metrics()
+    assert m["arena/groups"] == 3 and m["arena/groups_uniform"] == 2 and m["arena/alpha"] == pytest.approx(2 / 3)
+    assert m["arena/groups_all_correct"] == 1 and m["arena/groups_all_incorrect"] == 1
+    assert m["arena/groups_routed"] == 0 and m["arena/judge_calls"] == 0
+    assert m["arena/nonzero_advantage_share"] == m["arena/nonzero_advantage_share_rlvr"] == pytest.approx(1 / 3)
+
+
+class FirstAlwaysWins(SimulatedTraceJudge):
+    """A judge that always prefers the trace shown first: every verdict is position, none is quality."""
+
+    async def compare(self, problem, first, second, reference=None, *, task="math", group=None):
+        self.stats.calls += 1
+        return 1.0
+
+
+def test_position_bias_and_self_consistency_are_measured():
+    verdicts, referee = run(settings(two_sided=True), group("w", [0.0] * 8), judge=FirstAlwaysWins())
+    m = referee.metrics()
+    calls = verdicts[0].judge_calls
+    assert calls == 2 * 18 and m["arena/verdicts_decided"] == calls
+    assert m["arena/first_position_win_share"] == 1.0
+    # Each pair judged in both orders: the first-shown trace won both times, so never the same trace.
+    assert m["arena/order_pairs"] == 18 and m["arena/self_consistency"] == 0.0
+    assert "arena/order_effect" not in m  # not fitted
+
+    _, unbiased = run(settings(two_sided=True), group("w", [0.0] * 8, qualities=np.linspace(-9, 9, 8)))
+    u = unbiased.metrics()
+    assert u["arena/self_consistency"] > 0.9  # qualities far apart: the better trace wins in both orders
+    assert 0.3 < u["arena/first_position_win_share"] < 0.7
+
+
+def test_fitted_order_effect_is_logged_when_enabled():
+    round_robin = settings(order_effect=True, strategy="round_robin")
+    _, referee = run(round_robin, group("w", [0.0] * 8), judge=FirstAlwaysWins())
+    m = referee.metrics()
+    assert m["arena/order_effect_fits"] == 1 and m["arena/order_effect"] > 1.0  # a strong first-position bonus
+    assert "arena/self_consistency" not in m  # one order per pair
+
+
+def test_position_figures_counts_ties_and_failures_as_undecided():
+    from arena_verl.referee import position_figures
+
+    figures = position_figures([(0, 1, 1.0), (1, 0, 1.0), (0, 2, 0.5), (2, 0, 0.0), (1, 2, 0.0), (2, 1, 1.0)])
+    # (0,1): 0 first won, 1 first won -> different winners; (0,2): a tie, then 0 won -> one order decided only;
+    # (1,2): 2 won both times -> consistent.
+    assert figures == {"verdicts_decided": 5, "verdicts_first_won": 3, "order_pairs": 2, "order_pairs_consistent": 1}

@@ -77,7 +77,7 @@ def mixed_batch():
 def test_rm_scores_then_grpo_advantages(manager_factory, tokenizer):
     from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
-    manager, _ = manager_factory()
+    manager, config = manager_factory()
     samples, qualities = mixed_batch()
     batch = make_batch(tokenizer, samples)
     out = manager.compute_rm_score(batch)
@@ -101,6 +101,21 @@ def test_rm_scores_then_grpo_advantages(manager_factory, tokenizer):
     flat = torch.zeros_like(token_rewards)
     flat_adv, _ = compute_grpo_outcome_advantage(flat, response_mask, batch.non_tensor_batch["uid"])
     assert float(flat_adv[8:].abs().max()) == 0.0
+
+    # The referee's sample-utilisation figures are verl's own GRPO advantages on this batch, and RLVR's on the
+    # verifier rewards (only the diverse group's 8 samples move the policy).
+    verifier = torch.zeros_like(token_rewards)
+    verifier[torch.arange(len(scores)), response_mask.sum(-1).long() - 1] = torch.as_tensor(
+        info["arena/verifier_reward"].astype(np.float32)
+    )
+    rlvr_adv, _ = compute_grpo_outcome_advantage(verifier, response_mask, batch.non_tensor_batch["uid"])
+    rlvr_per_sample = (rlvr_adv * response_mask).sum(-1) / response_mask.sum(-1)
+    metrics = ray.get(ray.get_actor(f"{config.reward.arena.referee_name}_0").metrics.remote())
+    assert metrics["arena/advantage_samples"] == 24
+    assert metrics["arena/mean_abs_advantage"] == pytest.approx(float(per_sample.abs().mean()), rel=1e-4)
+    assert metrics["arena/mean_abs_advantage_rlvr"] == pytest.approx(float(rlvr_per_sample.abs().mean()), rel=1e-4)
+    assert metrics["arena/nonzero_advantage_share"] == 1.0
+    assert metrics["arena/nonzero_advantage_share_rlvr"] == pytest.approx(8 / 24)
 
 
 def one_row(tokenizer, sample, **meta):
@@ -173,7 +188,7 @@ def test_the_trainers_flag_overrides_the_datas_split(manager_factory, tokenizer)
 
 @pytest.mark.parametrize("mode", ["rlvr", "tournament_all", "pointwise", "adaptive_pointwise"])
 def test_modes_through_the_real_reward_loop(manager_factory, tokenizer, mode):
-    manager, _ = manager_factory(f"reward.arena.mode={mode}")
+    manager, config = manager_factory(f"reward.arena.mode={mode}")
     samples, _ = mixed_batch()
     out = manager.compute_rm_score(make_batch(tokenizer, samples))
     routed = out.non_tensor_batch["arena/routed"]
@@ -184,6 +199,15 @@ def test_modes_through_the_real_reward_loop(manager_factory, tokenizer, mode):
     assert set(out.non_tensor_batch["arena/fallback"]) == {0.0}
     if mode == "rlvr":
         np.testing.assert_array_equal(scores, out.non_tensor_batch["arena/verifier_reward"])
+        # Every sample was also sent to the referee without waiting: it counts what the arena would have routed.
+        referee = ray.get_actor(f"{config.reward.arena.referee_name}_0")
+        deadline = time.monotonic() + 60
+        while (metrics := ray.get(referee.metrics.remote()))["arena/groups"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert metrics["arena/groups"] == 3 and metrics["arena/alpha"] == pytest.approx(2 / 3)
+        assert metrics["arena/groups_all_correct"] == 1 and metrics["arena/groups_all_incorrect"] == 1
+        assert metrics["arena/judge_calls"] == 0 and metrics["arena/groups_routed"] == 0
+        assert ray.get(referee.judge_backend.remote()) == "none"
 
 
 def test_incomplete_group_gets_verifier_rewards_at_the_deadline(manager_factory, tokenizer):
