@@ -32,19 +32,32 @@ def present(
     rng: np.random.Generator,
     two_sided: bool = False,
     prefix_aware: bool = False,
+    balance: dict[int, int] | None = None,
 ) -> list[tuple[int, int]]:
     """Presentation orders for unordered pairs judged together.
 
-    Default: a seeded coin flip per pair. ``two_sided``: both orders of every pair. ``prefix_aware``: one coin flip
-    for the whole batch decides whether the batch's most frequent trace (a live arrival, which plays all of its
-    batch) is shown first in all of its pairs, and calls that show the same first trace are put next to each other,
-    so that an engine's prefix cache serves the shared head (instructions, problem, first trace) once. The bias of
-    each call is still randomised, but the calls of a batch share it: fit ``order_effect`` or judge ``two_sided``
-    when that matters.
+    Default: a seeded coin flip per pair. ``balance`` (a dict of times shown first minus times shown second per
+    trace, updated in place, kept across calls by the caller): each pair shows first the trace that has been shown
+    first less often (a coin flip when even), so that every trace meets the judge's position bias about as often
+    first as second and the bias cancels within its strength instead of adding noise to it (with a handful of games
+    per trace, coin flips leave some traces shown first in most of them). ``two_sided``: both orders of every pair.
+    ``prefix_aware``: one coin flip for the whole batch decides whether the batch's most frequent trace (a live
+    arrival, which plays all of its batch) is shown first in all of its pairs, and calls that show the same first
+    trace are put next to each other, so that an engine's prefix cache serves the shared head (instructions,
+    problem, first trace) once. The bias of each call is still randomised, but the calls of a batch share it: fit
+    ``order_effect`` or judge ``two_sided`` when that matters.
     """
     pairs = list(pairs)
     if two_sided:
         shown = [order for a, b in pairs for order in ((a, b), (b, a))]
+    elif not prefix_aware and balance is not None:
+        shown = []
+        for a, b in pairs:
+            lead_a, lead_b = balance.get(a, 0), balance.get(b, 0)
+            first, second = (a, b) if lead_a < lead_b or (lead_a == lead_b and rng.random() < 0.5) else (b, a)
+            balance[first] = balance.get(first, 0) + 1
+            balance[second] = balance.get(second, 0) - 1
+            shown.append((first, second))
     elif not prefix_aware:
         shown = [(a, b) if rng.random() < 0.5 else (b, a) for a, b in pairs]
     else:

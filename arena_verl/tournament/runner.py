@@ -190,6 +190,8 @@ class Tournament:
         self._limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         self._two_sided, self._mirror, self._on_failure = two_sided, mirror_augment, on_failure
         self._prefix_aware = prefix_aware
+        # Schedulers that pick pairs by the posterior also balance who is shown first (see order.present).
+        self._first_balance: dict[int, int] | None = {} if self.scheduler.balances_presentation else None
         self._l2, self._order_effect = l2, order_effect
         self._verdicts: list[tuple[int, int, int, float | None]] = []  # (call number, first, second, outcome)
         self._inflight: set[asyncio.Task] = set()
@@ -304,7 +306,7 @@ class Tournament:
             return
         if not same_round:
             self._rounds_after_last += 1
-        for first, second in present(pairs, self._rng, self._two_sided, self._prefix_aware):
+        for first, second in present(pairs, self._rng, self._two_sided, self._prefix_aware, self._first_balance):
             number = self.judge_calls
             self.judge_calls += 1
             task = asyncio.ensure_future(self._judge_one(number, first, second))

@@ -58,6 +58,8 @@ class Scheduler(ABC):
     # True: the driver completes the scheduler and asks on_idle() right after the last arrival, without waiting for
     # the calls in flight, and judges what it returns in the same round as the last arrival's matches.
     spends_rest_on_last_arrival = False
+    # True: the driver shows first, in each pair, the trace shown first less often so far (order.present's balance).
+    balances_presentation = False
 
     def __init__(self, num_items: int):
         if isinstance(num_items, bool) or not isinstance(num_items, (int, np.integer)) or num_items < 1:
@@ -256,7 +258,9 @@ class PacedScheduler(InfoGainScheduler):
       after the last trace, always, like ``live``.
 
     Pairs are chosen by :class:`InfoGainScheduler`'s score (chance of the wrong order times the information of one
-    verdict). ``scripts/bench/ranking.py`` and ``scripts/bench/live_latency.py`` measure it against ``live``.
+    verdict), and each trace is shown first about as often as second (``balances_presentation``): with five or so
+    games per trace, coin-flip orders leave some traces with the judge's position bias in most of their games.
+    ``scripts/bench/ranking.py`` and ``scripts/bench/live_latency.py`` measure it against ``live``.
     """
 
     def __init__(
@@ -296,6 +300,7 @@ class PacedScheduler(InfoGainScheduler):
         return self._schedule(self._rank_pairs(item + 1, must_include=item)[:count])
 
     spends_rest_on_last_arrival = True
+    balances_presentation = True
 
     def on_idle(self) -> list[Pair]:
         if self.complete:  # the rest of the budget, in one round (asked with the last arrival's calls in flight)

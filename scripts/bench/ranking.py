@@ -133,7 +133,15 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="bench_out", help="folder for ranking.md and ranking.png")
+    parser.add_argument(
+        "--tables",
+        default="main,sweep,targets",
+        help="which parts to run: main (every strategy), sweep (tau against calls, the plot), targets (four judges)",
+    )
     args = parser.parse_args()
+    tables = set(args.tables.split(","))
+    if not tables or tables - {"main", "sweep", "targets"}:
+        parser.error(f"--tables takes main, sweep and targets, got {args.tables!r}")
 
     sizes = [int(x) for x in args.sizes.split(",")]
     spreads = [float(x) for x in args.spreads.split(",")]
@@ -169,25 +177,29 @@ def main() -> None:
 
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        rows = list(pool.map(run_cell, cells))
-        sweep_rows = list(pool.map(run_cell, sweep))
-        target_rows = list(pool.map(run_cell, target_cells))
+        rows = list(pool.map(run_cell, cells)) if "main" in tables else []
+        sweep_rows = list(pool.map(run_cell, sweep)) if "sweep" in tables else []
+        target_rows = list(pool.map(run_cell, target_cells)) if "targets" in tables else []
     add_paired_gains(target_rows)
     elapsed = time.perf_counter() - started
 
     os.makedirs(args.out, exist_ok=True)
-    table = format_table(rows, args.groups)
-    targets = format_targets(target_rows)
+    command = f"python scripts/bench/ranking.py --groups {args.groups} --seed {args.seed}"
+    if tables != {"main", "sweep", "targets"}:
+        command += f" --tables {args.tables} --spreads {args.spreads}"
     header = (
         f"Ranking benchmark, SIMULATED judge, {args.groups} groups per cell, seed {args.seed}, "
-        f"{elapsed:.0f} s on {os.cpu_count()} CPUs.\n`python scripts/bench/ranking.py --groups {args.groups}`\n"
+        f"{elapsed:.0f} s on {os.cpu_count()} CPUs.\n`{command}`\n"
     )
-    report = header + "\n" + table + "\n" + targets
+    parts = [format_table(rows, args.groups)] if rows else []
+    parts += [format_targets(target_rows)] if target_rows else []
+    report = header + "\n" + "\n".join(parts)
     print(report)
     with open(os.path.join(args.out, "ranking.md"), "w") as handle:
         handle.write(report)
-    plot(rows, sweep_rows, os.path.join(args.out, "ranking.png"))
-    print(f"wrote {args.out}/ranking.md and {args.out}/ranking.png", file=sys.stderr)
+    if rows and sweep_rows:
+        plot(rows, sweep_rows, os.path.join(args.out, "ranking.png"))
+    print(f"wrote {args.out}/ranking.md" + (" and ranking.png" if rows and sweep_rows else ""), file=sys.stderr)
 
 
 def sweep_budgets(num_items: int) -> list[int]:
