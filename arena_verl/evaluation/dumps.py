@@ -94,7 +94,9 @@ def find_dump_files(path: str | Path) -> dict[int | None, Path]:
         raise EvaluationInputError(f"{path}: no such file or folder")
     files = {int(file.stem): file for file in path.glob("*.jsonl") if file.stem.isdigit()}
     if not files:
-        raise EvaluationInputError(f"{path}: no <step>.jsonl files (trainer.validation_data_dir holds them)")
+        raise EvaluationInputError(
+            f"{path}: no <step>.jsonl files (trainer.rollout_data_dir and trainer.validation_data_dir hold them)"
+        )
     return dict(sorted(files.items()))
 
 

@@ -87,6 +87,14 @@ class VLLMJudge(ModelJudge):
         self._ready: asyncio.Task | None = None
         self.replaced_engines = 0
 
+    async def close(self) -> None:
+        """Stop the engine actors (their GPUs are free afterwards); a later call would fail."""
+        await super().close()
+        engines, self._engines = self._engines, []
+        for engine in engines:
+            with contextlib.suppress(Exception):  # already dead
+                ray.kill(engine)
+
     def _start_engine(self):
         gpus = self.settings.tensor_parallel_size if ray.cluster_resources().get("GPU", 0) > 0 else 0
         return ray.remote(VLLMEngineActor).options(num_gpus=gpus, max_concurrency=10_000).remote(self.settings)
