@@ -208,6 +208,11 @@ class Referee:
             self._spawn(self._answer(group))
         return await asyncio.shield(future)
 
+    def observe(self, sub: Submission) -> None:
+        """Register a sample whose caller does not wait for the answer (mode rlvr: counting only). Returns at once;
+        the sample joins its group like a submitted one."""
+        self._spawn(self.submit(sub))
+
     def metrics(self, step: int | None = None) -> dict[str, float]:
         """Counters and derived figures, for one step (``global_steps``, when verl sends it) or since the start."""
         counts = self._step_counters.get(step, collections.Counter()) if step is not None else self._counters

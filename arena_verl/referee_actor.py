@@ -31,6 +31,10 @@ class RefereeActor:
     async def submit(self, submission: Submission) -> Verdict:
         return await self.referee.submit(submission)
 
+    async def observe(self, submission: Submission) -> None:
+        """Returns at once (the caller holds no call open while the group fills)."""
+        self.referee.observe(submission)
+
     async def metrics(self, step: int | None = None) -> dict[str, float]:
         return self.referee.metrics(step)
 

@@ -132,7 +132,7 @@ class ArenaRewardManager(RewardManagerBase):
         return _answer(verified, await self._referee_verdict(submission), validation)
 
     def _observe(self, uid: Any, non_tensor: dict, valid_ids, verifier_reward: float) -> None:
-        """rlvr: tell the referee about the sample without waiting for it (fire and forget), so that the RLVR run
+        """rlvr: tell the referee about the sample without waiting (fire and forget), so that the RLVR run
         logs how many groups were non-diverse and what the arena would have routed. Never delays the sample; a
         referee that cannot be reached only costs that sample's count."""
         submission = Submission(
@@ -145,7 +145,9 @@ class ArenaRewardManager(RewardManagerBase):
             step=_int_or_none(non_tensor.get("global_steps")),
         )
         try:
-            referee_handle(self.settings, submission.uid).submit.remote(submission)  # the answer is never awaited
+            # observe() returns at once: no call stays open in this worker while the group fills (a worker with
+            # calls in flight would not exit promptly on SIGTERM), and the answer is never needed.
+            referee_handle(self.settings, submission.uid).observe.remote(submission)
         except Exception as exc:  # noqa: BLE001
             logger.debug("rlvr observation of group %s not sent (%r)", submission.uid, exc)
             forget_referee(self.settings, submission.uid)

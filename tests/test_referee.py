@@ -464,3 +464,15 @@ def test_position_figures_counts_ties_and_failures_as_undecided():
     # (0,1): 0 first won, 1 first won -> different winners; (0,2): a tie, then 0 won -> one order decided only;
     # (1,2): 2 won both times -> consistent.
     assert figures == {"verdicts_decided": 5, "verdicts_first_won": 3, "order_pairs": 2, "order_pairs_consistent": 1}
+
+
+def test_observe_returns_at_once_and_the_group_is_counted():
+    async def scenario():
+        referee = Referee(settings(mode="rlvr"), SimulatedTraceJudge(seed=0))
+        for sub in group("c", [1.0] * 8):
+            assert referee.observe(sub) is None  # nothing to wait for
+        await referee.drain()
+        return referee.metrics()
+
+    m = asyncio.run(scenario())
+    assert m["arena/groups"] == 1 and m["arena/groups_all_correct"] == 1 and m["arena/samples"] == 8
