@@ -94,8 +94,8 @@ def run(args: argparse.Namespace) -> int:
     from .judge.spec import judge_settings_from_spec
 
     simulated_defaults = {"sim_sharpness": 2.0, "sim_position_bias": 0.53}
-    if args.prompts < 1 or args.n < 2:
-        print("arena-verl demo: --prompts must be >= 1 and --n >= 2", file=sys.stderr)
+    if args.prompts < 1 or args.n < 2 or args.workers < 1:
+        print("arena-verl demo: --prompts and --workers must be >= 1 and --n >= 2", file=sys.stderr)
         return 2
     try:
         judge = judge_settings_from_spec(args.judge, **simulated_defaults if args.judge == "simulated" else {})

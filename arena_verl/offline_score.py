@@ -74,7 +74,10 @@ from .verify import EXTRACTION_MODES, ground_truth_text
 __all__ = ["configure_parser", "run", "main", "read_score_file", "summarize", "compare_runs"]
 
 ARENA = ArenaSettings()  # the arena's defaults: diversity tolerance, fit, failure policy and reward scale
-RUN_KEYS = ("judge", "strategy", "budget", "seed")  # what every line of one score file shares
+# What every line of one score file shares: the judge and schedule, and how the groups were verified (which groups
+# count as non-diverse depends on it).
+RUN_KEYS = ("judge", "strategy", "budget", "seed", "verification")
+_LINE_START = b'{"step":'  # every line this command writes starts so: a torn last line does too
 # What the report and the comparison read from every line.
 LINE_KEYS = ("step", "group", "rewards", "sample_digests", "judge_calls", "failures", "first_wins", "decided")
 SIMULATED_NOTE = (
@@ -155,11 +158,13 @@ def run(args: argparse.Namespace) -> int:
                 "strategy": args.strategy,
                 "budget": args.budget,
                 "seed": args.seed,
+                "verification": _verification(args),
             }
             other = read_score_file(args.compare) if args.compare is not None else None
             out.open(settings)  # before the dump: a locked file or other settings fail at once
             groups, summary = _read_dump(args)
             _check_budget(args, groups)
+            _check_same_dump(out, groups)
         except (ValueError, OSError) as exc:  # bad options, specs, dumps and score files (EvaluationInputError)
             print(f"error: {exc}", file=sys.stderr)
             return 2
@@ -191,6 +196,24 @@ def _read_dump(args: argparse.Namespace) -> tuple[list[DumpGroup], DumpSummary]:
     validation = read_validation_data(args.data) if args.data else None
     with Scorer(options) as scorer:
         return read_dump_groups(args.dump, args.step, validation, scorer)
+
+
+def _verification(args: argparse.Namespace) -> str:
+    """The options that decide each sample's verifier outcome, as one comparable string."""
+    data = ",".join(sorted(str(Path(p).expanduser().resolve()) for p in args.data or []))
+    return f"answer_extraction={args.answer_extraction}; data={data or '-'}; sandbox={args.sandbox_url or '-'}"
+
+
+def _check_same_dump(out: ScoreFile, groups: list[DumpGroup]) -> None:
+    """Groups already in the score file must be the dump's groups (same responses): a file resumed on another dump
+    would otherwise skip that dump's groups of the same key, or mix two runs in one report."""
+    for group in groups:
+        line = out.by_key.get((group.step, group.key))
+        if line is not None and line.get("sample_digests") != [_digest(text) for text in group.responses]:
+            raise ScoreInputError(
+                f"{out.path}: group {group.key} of step {group.step} was scored on other responses than this dump's "
+                "(another run's dump?): write to another --out"
+            )
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -264,6 +287,9 @@ def _verified(
     step, key, records, samples: list[Sample], scorer: Scorer, summary: DumpSummary, joined: bool
 ) -> DumpGroup | None:
     first = samples[0]
+    if first.ground_truth is None:  # a verifier would call every answer wrong: not a non-diverse group
+        summary.not_scored["no ground truth (gts) to verify against"] += 1
+        return None
     kind = benchmark_kind(first.benchmark, first.ability)
     method, why_not = scorer.method(kind, samples)
     if method is None:
@@ -428,6 +454,7 @@ class ScoreFile:
         self.fd: int | None = None
         self.lines: list[dict[str, Any]] = []
         self.done: set[tuple[int | None, str]] = set()
+        self.by_key: dict[tuple[int | None, str], dict[str, Any]] = {}
         self.repaired = 0  # bytes of a torn last line dropped
 
     def open(self, settings: dict[str, Any]) -> None:
@@ -441,20 +468,26 @@ class ScoreFile:
             raise ScoreInputError(f"{self.path}: another score run is writing this file") from None
         content = Path(self.path).read_bytes()
         complete = content.rfind(b"\n") + 1
+        try:  # check everything before changing a byte: a wrong --out must not lose its last line
+            self.lines = _parse_lines(self.path, content[:complete])
+            for number, line in enumerate(self.lines, start=1):
+                theirs = {key: line.get(key) for key in RUN_KEYS}
+                if theirs != settings:
+                    raise ScoreInputError(
+                        f"{self.path} line {number} was scored with {_settings_text(theirs)}, this run has "
+                        f"{_settings_text(settings)}: resume with the file's settings or write to another --out"
+                    )
+            if complete < len(content) and not content[complete:].startswith(_LINE_START):
+                raise ScoreInputError(f"{self.path}: the last line is not a score line (is this a score file?)")
+        except ScoreInputError:
+            self.close()
+            raise
         if complete < len(content):  # a write cut short by a kill: never a whole line
             os.ftruncate(self.fd, complete)
             os.fsync(self.fd)
             self.repaired = len(content) - complete
-        self.lines = _parse_lines(self.path, content[:complete])
-        for number, line in enumerate(self.lines, start=1):
-            theirs = {key: line.get(key) for key in RUN_KEYS}
-            if theirs != settings:
-                self.close()
-                raise ScoreInputError(
-                    f"{self.path} line {number} was scored with {_settings_text(theirs)}, this run has "
-                    f"{_settings_text(settings)}: resume with the file's settings or write to another --out"
-                )
-        self.done = {(line["step"], line["group"]) for line in self.lines}
+        self.by_key = {(line["step"], line["group"]): line for line in self.lines}
+        self.done = set(self.by_key)
 
     def append(self, record: dict[str, Any]) -> None:
         """One line, whole or not at all: a single write on the append-only descriptor, then fsync."""

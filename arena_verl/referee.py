@@ -66,7 +66,9 @@ _STEPS_KEPT = 512  # per-step counters kept for metrics(step)
 # speculative idle-time work for groups still arriving; above the second, complete groups give up the rest of their
 # budget too. Below both, the deadline fallback is the last resort.
 SHED_SPECULATION_AT, SHED_BUDGET_AT = 1.0, 4.0
-_NONZERO_ADVANTAGE = 1e-6  # |advantage| above this moves the policy (a constant group's is ~1e-10: rounding)
+# |advantage| above this moves the policy. Computed in float64: a constant group's advantage is ~1e-10 here, while
+# verl's float32 arithmetic leaves some constant groups of non-dyadic rewards (e.g. all 0.7) a uniform ~0.05.
+_NONZERO_ADVANTAGE = 1e-6
 _LATENCY_EMA = 0.05  # weight of a new call's duration in the typical judge latency (completion_grace's unit)
 # Every metrics() answer carries these counters (0 when nothing happened), so tracker series stay aligned.
 COUNTERS = (
@@ -356,7 +358,8 @@ class Referee:
         self._count(group.step, "judge_calls_dropped", result.dropped_calls)
         rewards = tournament_rewards(self.settings.mode, result.strengths, group.rewards(), self.settings.reward_scale)
         group.position = position_figures(result.comparisons)
-        if self.settings.order_effect and result.failed_calls < result.judge_calls:
+        answered = result.judge_calls - result.failed_calls - result.dropped_calls  # calls with a verdict
+        if self.settings.order_effect and answered > 0:
             group.order_effect = float(result.order_effect)
         win_rate = result.win_rate
         return [
@@ -458,7 +461,8 @@ class Referee:
         for verdict in verdicts:
             if verdict.fallback:
                 self._count(step, f"fallback_{FALLBACK_REASONS[verdict.fallback]}")
-        self._count_utilisation(step, [v.reward for v in verdicts], group.rewards())
+        if group.complete:  # an incomplete group's advantages are not the ones verl computes for its uid
+            self._count_utilisation(step, [v.reward for v in verdicts], group.rewards())
         if routed:
             for key, amount in group.position.items():
                 self._count(step, key, amount)

@@ -17,6 +17,10 @@ from .settings import ArenaSettings, settings_from_config
 
 logger = logging.getLogger(__name__)
 
+# Counters that only ever grow while a referee lives: one of them going down means the referee restarted. Signed sums
+# (order_effect_sum: a judge that favours the second trace fits a negative bonus) go down on their own.
+RESTART_COUNTERS = ("samples", "groups", "judge_calls")
+
 __all__ = ["install_tracking_hook", "ArenaMetricsReader", "generation_metrics", "DISCARDED_SAMPLE_KEYS"]
 
 # Prompt groups verl 0.9.1's V1 replay buffer generated for a step but did not train on
@@ -73,7 +77,7 @@ class ArenaMetricsReader:
                 continue
             now = {key: float(shard_metrics.get(f"arena/{key}", 0.0)) for key in COUNTERS}
             before = self._previous.get(shard, {})
-            if any(now[key] < before.get(key, 0.0) for key in COUNTERS):
+            if any(now[key] < before.get(key, 0.0) for key in RESTART_COUNTERS):
                 before = {}  # this referee restarted: its counters began again
             for key in COUNTERS:
                 delta[key] += now[key] - before.get(key, 0.0)

@@ -312,3 +312,14 @@ def test_a_missing_metrics_file_is_an_error(v1_report, tmp_path, capsys):
     missing = tmp_path / "metrics.jsonl"
     assert main([str(v1_report.folder / "rollout"), "--out", str(tmp_path / "out"), "--metrics", str(missing)]) == 2
     assert str(missing) in capsys.readouterr().err
+
+
+def test_single_sample_groups_are_neither_diverse_nor_non_diverse():
+    from arena_verl.analysis.groups import Group
+    from arena_verl.analysis.summary import count_groups
+
+    single = Group(1, "math", "math", (True,), (1.0,), (10,))
+    pair = Group(1, "math", "math", (False, False), (0.0, 0.0), (10, 12))
+    counts = count_groups([single, single, pair])
+    assert counts["groups"] == 1 and counts["single_sample_groups"] == 2 and counts["alpha"] == 1.0
+    assert counts["samples"] == 2 and counts["zero_advantage_samples_rlvr"] == 2

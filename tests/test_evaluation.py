@@ -465,3 +465,21 @@ def test_cli_exit_codes(v1_run, tmp_path):
     assert run_cli("--dumps", str(v1_run.dumps), "--k", "0").returncode == 2
     no_data = run_cli("--dumps", str(v1_run.dumps))
     assert no_data.returncode == 1 and "--data" in no_data.stderr
+
+
+def test_a_dump_that_is_not_utf8_is_a_clear_error(tmp_path):
+    from arena_verl.evaluation.dumps import EvaluationInputError, read_jsonl
+
+    path = tmp_path / "1.jsonl"
+    path.write_bytes(b'{"input": "a", "output": "b"}\n{"input": "\xff\xfe"}\n')
+    with pytest.raises(EvaluationInputError, match="line 2: not UTF-8"):
+        read_jsonl(path)
+
+
+def test_a_dump_mixing_uid_and_uidless_lines_is_a_clear_error(tmp_path):
+    from arena_verl.evaluation.dumps import EvaluationInputError, prompt_groups, read_jsonl
+
+    path = tmp_path / "1.jsonl"
+    path.write_text('{"input": "q", "output": "a", "uid": "abc_0_0"}\n{"input": "q", "output": "b", "uid": "broken"}\n')
+    with pytest.raises(EvaluationInputError, match="some lines have a uid"):
+        prompt_groups(path, read_jsonl(path))

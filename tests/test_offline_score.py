@@ -400,3 +400,38 @@ def test_compare_option_prints_the_agreement(dump, tmp_path, capsys):
     assert f"{expected['common']} groups in both" in printed
     assert expected["common"] == len(non_diverse_keys(PATTERNS))
     assert f"top-1 agreement: {expected['top1_agreement']:.1%}" in printed
+
+
+def test_a_wrong_out_file_loses_no_byte(dump, tmp_path, capsys):
+    notes = tmp_path / "my notes.txt"
+    notes.write_bytes(b"first line\nlast line without a newline")
+    before = notes.read_bytes()
+    assert score(dump, notes) == 2
+    assert notes.read_bytes() == before  # checked before anything was cut
+    assert "not JSON" in capsys.readouterr().err
+
+
+def test_resuming_on_another_dump_or_other_verification_is_an_error(dump, tmp_path, capsys):
+    out = tmp_path / "scores.jsonl"
+    assert score(dump, out, "--step", "3") == 0
+    other = write_dump(tmp_path / "other_run", PATTERNS)  # same uids (same layout), other responses
+    for path in other.glob("*.jsonl"):
+        path.write_text(path.read_text().replace("Attempt", "Try"))
+    capsys.readouterr()
+    assert score(other, out, "--step", "3") == 2
+    assert "scored on other responses than this dump's" in capsys.readouterr().err
+    assert score(dump, out, "--step", "3", "--answer-extraction", "lenient") == 2
+    assert "answer_extraction=boxed" in capsys.readouterr().err
+
+
+def test_groups_without_a_ground_truth_are_not_judged(tmp_path, capsys):
+    folder = write_dump(tmp_path / "no_gts", {1: [[0, 0, 0, 0], [1, 1, 1, 1]]})
+    lines = [json.loads(line) for line in (folder / "1.jsonl").read_text().splitlines()]
+    for line in lines[:4]:
+        line["gts"] = None
+    (folder / "1.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "o.jsonl"
+    assert score(folder, out) == 0
+    scored = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [line["group"] for line in scored] == [f"uid {uuid(1, 1)}"]
+    assert "no ground truth" in capsys.readouterr().out

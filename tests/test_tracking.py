@@ -38,6 +38,26 @@ def test_step_metrics_are_deltas_over_shards_and_survive_a_restart(monkeypatch):
     assert third["arena/groups"] == 3  # shard 0 restarted (its counters began again: 1), shard 1 moved on by 2
 
 
+def test_a_signed_counter_going_down_is_not_a_restart(monkeypatch):
+    # A judge that favours the trace shown second fits a negative order effect: the running sum goes down.
+    def counts(groups, order_effect_sum):
+        return {
+            "arena/groups": groups,
+            "arena/judge_calls": 10.0 * groups,
+            "arena/order_effect_sum": order_effect_sum,
+            "arena/order_effect_fits": groups,
+        }
+
+    shard = FakeActor([counts(100.0, 5.0), counts(110.0, 4.0)])
+    monkeypatch.setattr(ray, "get_actor", lambda name: shard)
+    monkeypatch.setattr(ray, "get", fake_get)
+    reader = tracking.ArenaMetricsReader(ArenaSettings(group_size=8))
+    reader.step_metrics()
+    second = reader.step_metrics()
+    assert second["arena/groups"] == 10 and second["arena/judge_calls"] == 100  # the step's, not the run's
+    assert second["arena/order_effect"] == -0.1
+
+
 def test_an_unreachable_referee_gives_zero_metrics_not_an_error(monkeypatch):
     def missing(name):
         raise ValueError(f"no actor {name}")

@@ -11,8 +11,10 @@ A GRPO group whose rewards are all equal has zero advantage: its samples teach n
   a learning signal. It equals the difference of the two counts when every mixed group kept distinct rewards (the
   arena leaves mixed groups' verifier rewards alone).
 
-Group and sample counts cover verified groups only (``unverified`` counts the others, see the groups module), so
-alpha is never diluted by groups nobody could score. Response lengths (characters) and rewards cover every sample.
+Group and sample counts cover verified groups of two samples or more only (``unverified`` counts the groups nobody
+could score, see the groups module; ``single_sample_groups`` the groups of one sample, e.g. a validation dump with
+n=1, which have no group advantage to lose), so alpha is never diluted or inflated by them. Response lengths
+(characters) and rewards cover every sample.
 Judge calls per step come from verl's file logger (``--metrics``, ``arena/judge_calls``), read by
 :mod:`arena_verl.runlog`.
 """
@@ -40,7 +42,9 @@ _REWARD_BINS = 10
 def count_groups(groups: Iterable[Group]) -> dict[str, Any]:
     """The counts and shares of a set of groups (a step, a data source, the run)."""
     groups = list(groups)
-    verified = [g for g in groups if g.correct is not None]
+    scored = [g for g in groups if g.correct is not None]
+    # A group of one sample is no GRPO group (verl gives it advantage = reward): neither diverse nor non-diverse.
+    verified = [g for g in scored if g.samples >= 2]
     outcomes = [g.outcome for g in verified]
     non_diverse = [g for g in verified if g.outcome in NON_DIVERSE]
     samples = sum(g.samples for g in verified)
@@ -53,9 +57,10 @@ def count_groups(groups: Iterable[Group]) -> dict[str, Any]:
         "all_incorrect": outcomes.count("all_incorrect"),
         "alpha": _share(len(non_diverse), len(verified)),
         "mixed": outcomes.count("mixed"),
-        "unverified": len(groups) - len(verified),
+        "unverified": len(groups) - len(scored),
+        "single_sample_groups": len(scored) - len(verified),
         "samples": samples,
-        "unverified_samples": sum(g.samples for g in groups) - samples,
+        "unverified_samples": sum(g.samples for g in groups) - sum(g.samples for g in scored),
         "zero_advantage_samples_rlvr": zero_rlvr,
         "zero_advantage_share_rlvr": _share(zero_rlvr, samples),
         "zero_advantage_samples_dumped": zero_dumped,

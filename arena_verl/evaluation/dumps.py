@@ -166,8 +166,12 @@ def read_samples(path: str | Path, validation: list[ValidationRow] | None) -> li
 
 def read_jsonl(path: Path) -> list[tuple[int, dict]]:
     lines = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise EvaluationInputError(f"{path} line {number}: not UTF-8 text ({exc.reason})") from None
             if not line.strip():
                 continue
             try:
@@ -285,6 +289,11 @@ def prompt_groups(path: Path, lines: list[tuple[int, dict]]) -> dict[str, list[d
             session, output = f"line {number}", 0
         if (prompt, session) not in finals or output > finals[(prompt, session)][0]:
             finals[(prompt, session)] = (output, record)
+    by_uid = sum(prompt.startswith("uid ") for prompt, _ in finals)
+    if 0 < by_uid < len(finals):  # grouping half by uid, half by text would split groups without a word
+        raise EvaluationInputError(
+            f"{path}: some lines have a uid of the form <uuid>_<session>_<index> and others not: one trainer's dump?"
+        )
     groups: dict[str, list[dict]] = defaultdict(list)
     for (prompt, _), (_, record) in finals.items():
         groups[prompt].append(record)

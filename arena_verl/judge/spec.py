@@ -83,7 +83,7 @@ def judge_spec(settings: JudgeSettings) -> str:
     if settings.backend == "simulated":
         defaults = JudgeSettings()
         changed = [
-            f"{name}={getattr(settings, field):g}"
+            f"{name}={_exact(getattr(settings, field))}"
             for name, field in SIM_OPTIONS.items()
             if name not in _TIMING_OPTIONS and getattr(settings, field) != getattr(defaults, field)
         ]
@@ -93,6 +93,11 @@ def judge_spec(settings: JudgeSettings) -> str:
     if settings.backend == "openai":
         return f"openai:{settings.base_url}#{settings.model_path}"
     raise ValueError(f"no judge spec for backend {settings.backend!r}")
+
+
+def _exact(value: float) -> str:
+    """A number as text that reads back to the same value (``:g`` would round 12345678 to 1.23457e+07)."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
 
 
 def _sim_options(spec: str) -> dict[str, float]:
