@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import random
 import re
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,6 +14,7 @@ import pandas as pd
 import pytest
 
 from arena_verl.analysis.command import main
+from helpers.verl_dumps import dump_with_verl
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 N = 4  # samples per group in the V1 dump
@@ -63,18 +63,6 @@ def response(question: str, correct: bool) -> str:
     if ability == "multiple_choice":
         return f"Leptons do not feel the strong force, so the answer is \\boxed{{{truth if correct else 'A'}}}."
     return f"Working it out step by step.\nThe answer is \\boxed{{{truth if correct else int(truth) + 1}}}."
-
-
-def dump_with_verl(trainer_class, folder: Path, step: int, inputs, outputs, gts, scores, extra: dict) -> None:
-    """A dump written by the trainer's own ``_dump_generations`` (unbound, on a stand-in ``self``)."""
-    stand_in = SimpleNamespace(
-        global_steps=step,
-        _dump_executor=ThreadPoolExecutor(max_workers=1),
-        _dump_futures=[],
-        _write_generations=trainer_class._write_generations,
-    )
-    trainer_class._dump_generations(stand_in, inputs, outputs, gts, scores, extra, str(folder))
-    trainer_class._shutdown_dump_executor(stand_in)
 
 
 def write_v1_dump(folder: Path) -> None:

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,6 +25,7 @@ from arena_verl.evaluation.dumps import (
 )
 from arena_verl.evaluation.report import Scorer, ScoringOptions, StepReport, benchmark_kind, evaluate, render_table
 from arena_verl.toy import build_toy_tokenizer
+from helpers.verl_dumps import dump_with_verl, send_json
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "eval" / "evaluate.py"
@@ -77,19 +77,6 @@ def write_parquet(path: Path, rows: list[tuple[str, str, str, str]]) -> Path:
     ]
     pd.DataFrame.from_records(records).to_parquet(path)
     return path
-
-
-def dump_with_verl(trainer_class, folder: Path, step: int, inputs, outputs, gts, scores, extra: dict) -> Path:
-    """Write a validation dump with the trainer's own ``_dump_generations`` (unbound, on a stand-in ``self``)."""
-    stand_in = SimpleNamespace(
-        global_steps=step,
-        _dump_executor=ThreadPoolExecutor(max_workers=1),
-        _dump_futures=[],
-        _write_generations=trainer_class._write_generations,
-    )
-    trainer_class._dump_generations(stand_in, inputs, outputs, gts, scores, extra, str(folder))
-    trainer_class._shutdown_dump_executor(stand_in)
-    return folder / f"{step}.jsonl"
 
 
 def v1_trainer():
@@ -230,12 +217,7 @@ class FakeSandbox(BaseHTTPRequestHandler):
             [sys.executable, "-c", request["code"]], input=request["stdin"] or "", capture_output=True, text=True
         )
         result = {"status": "Finished", "stdout": run.stdout, "stderr": run.stderr, "return_code": run.returncode}
-        body = json.dumps({"status": "Success" if run.returncode == 0 else "Failed", "run_result": result}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_json(self, {"status": "Success" if run.returncode == 0 else "Failed", "run_result": result})
 
     def log_message(self, *_):
         pass

@@ -21,6 +21,7 @@ import pytest
 
 from arena_verl.offline_score import ScoreFile, compare_runs, main, read_score_file
 from arena_verl.tournament import live_call_count, round_robin_call_count
+from helpers.verl_dumps import send_json
 
 REPO = Path(__file__).resolve().parents[1]
 N = 4
@@ -181,12 +182,7 @@ def judge_server():
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self):
             requests.append({"path": self.path, **json.loads(self.rfile.read(int(self.headers["Content-Length"])))})
-            body = json.dumps({"choices": [{"message": {"content": "A is clearer.\n[[A]]"}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            send_json(self, {"choices": [{"message": {"content": "A is clearer.\n[[A]]"}}]})
 
         def log_message(self, *_):
             pass

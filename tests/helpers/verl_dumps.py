@@ -1,0 +1,31 @@
+"""Writing dumps with verl's own writer, and answering JSON over HTTP, for the tests of dump readers and servers."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
+
+
+def dump_with_verl(trainer_class, folder: Path, step: int, inputs, outputs, gts, scores, extra: dict) -> Path:
+    """Write ``<step>.jsonl`` with the trainer's own ``_dump_generations`` (unbound, on a stand-in ``self``)."""
+    stand_in = SimpleNamespace(
+        global_steps=step,
+        _dump_executor=ThreadPoolExecutor(max_workers=1),
+        _dump_futures=[],
+        _write_generations=trainer_class._write_generations,
+    )
+    trainer_class._dump_generations(stand_in, inputs, outputs, gts, scores, extra, str(folder))
+    trainer_class._shutdown_dump_executor(stand_in)
+    return Path(folder) / f"{step}.jsonl"
+
+
+def send_json(handler, payload) -> None:
+    """Answer an ``http.server`` request with ``payload`` as JSON, status 200."""
+    body = json.dumps(payload).encode()
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
