@@ -113,37 +113,33 @@ class ArenaRewardManager(RewardManagerBase):
                 extra_info.get("split") in self.settings.validation_splits
             )
         uid = non_tensor.get("uid")
-        if validation or not self.settings.uses_judge or uid is None:
-            if not validation and uid is not None and self.settings.log_metrics:
-                self._observe(uid, non_tensor, valid_ids, verified.score)
+        if validation or uid is None:
             return _answer(verified, Verdict(reward=verified.score), validation)
-
-        submission = Submission(
+        sample = dict(
             uid=str(uid),
             sample_key=_sample_key(non_tensor.get("session_id")),
             content_key=hashlib.blake2b(valid_ids.cpu().numpy().tobytes(), digest_size=12).hexdigest(),
+            verifier_reward=verified.score,
+            step=_int_or_none(non_tensor.get("global_steps")),
+        )
+        if not self.settings.uses_judge:
+            if self.settings.log_metrics:  # rlvr: counted, never judged (no problem text or trace needed)
+                self._observe(Submission(**sample, problem="", trace=Trace(text="")))
+            return _answer(verified, Verdict(reward=verified.score), validation)
+
+        submission = Submission(
+            **sample,
             problem=await self.loop.run_in_executor(None, self._problem_text, item),
             trace=Trace(text=text, quality_hint=_float_or_none(extra_info.get("sim_quality"))),
-            verifier_reward=verified.score,
             reference=ground_truth_text(ground_truth),
-            step=_int_or_none(non_tensor.get("global_steps")),
             task=task_of(data_source, self.settings.math_data_sources),
         )
         return _answer(verified, await self._referee_verdict(submission), validation)
 
-    def _observe(self, uid: Any, non_tensor: dict, valid_ids, verifier_reward: float) -> None:
+    def _observe(self, submission: Submission) -> None:
         """rlvr: tell the referee about the sample without waiting (fire and forget), so that the RLVR run
         logs how many groups were non-diverse and what the arena would have routed. Never delays the sample; a
         referee that cannot be reached only costs that sample's count."""
-        submission = Submission(
-            uid=str(uid),
-            sample_key=_sample_key(non_tensor.get("session_id")),
-            content_key=hashlib.blake2b(valid_ids.cpu().numpy().tobytes(), digest_size=12).hexdigest(),
-            problem="",
-            trace=Trace(text=""),
-            verifier_reward=verifier_reward,
-            step=_int_or_none(non_tensor.get("global_steps")),
-        )
         try:
             # observe() returns at once: no call stays open in this worker while the group fills (a worker with
             # calls in flight would not exit promptly on SIGTERM), and the answer is never needed.
