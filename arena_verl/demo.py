@@ -17,6 +17,7 @@ judge is the SIMULATED judge, which ranks synthetic traces by a hidden quality c
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import os
 import sys
@@ -231,9 +232,10 @@ def sample_rollouts(max_groups: int) -> list[Sample]:
                         session_id=k,
                     )
                 )
-    kept = list(dict.fromkeys(s.uid for s in samples))[:max_groups]
-    samples = [s for s in samples if s.uid in set(kept)]
-    sizes = {sum(s.uid == uid for s in samples) for uid in kept}
+    sizes_by_uid = collections.Counter(s.uid for s in samples)  # in first-seen order: step, then group
+    kept = set(list(sizes_by_uid)[:max_groups])
+    samples = [s for s in samples if s.uid in kept]
+    sizes = {sizes_by_uid[uid] for uid in kept}
     if len(sizes) != 1:
         raise ValueError(f"{sample_traces.SAMPLE_DIR}: groups of different sizes {sorted(sizes)}")
     return samples

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -396,8 +397,6 @@ class _RateLimitedFailureLog:
         self.logged, self.suppressed, self._last = 0, 0, -float("inf")
 
     def warn(self, what: str, exc: BaseException) -> None:
-        import time
-
         if self.logged < self.full:
             self.logged += 1
             logger.warning("%s failed", what, exc_info=(type(exc), exc, exc.__traceback__))
