@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from arena_verl.analysis.command import main
-from helpers.verl_dumps import dump_with_verl
+from helpers.verl_dumps import dump_with_verl, write_verl_parquet
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 N = 4  # samples per group in the V1 dump
@@ -87,18 +87,8 @@ def write_v1_dump(folder: Path) -> None:
 
 
 def write_training_parquet(path: Path) -> Path:
-    records = [
-        {
-            "data_source": source,
-            "prompt": [{"role": "user", "content": question}],
-            "ability": ability,
-            "reward_model": {"style": "rule", "ground_truth": truth},
-            "extra_info": {"split": "train", "index": index},
-        }
-        for index, (question, (source, ability, truth)) in enumerate(QUESTIONS.items())
-    ]
-    pd.DataFrame.from_records(records).to_parquet(path)
-    return path
+    rows = [(source, ability, question, truth) for question, (source, ability, truth) in QUESTIONS.items()]
+    return write_verl_parquet(path, rows, split="train")
 
 
 def write_metrics(path: Path, monkeypatch) -> Path:

@@ -25,7 +25,7 @@ from arena_verl.evaluation.dumps import (
 )
 from arena_verl.evaluation.report import Scorer, ScoringOptions, StepReport, benchmark_kind, evaluate, render_table
 from arena_verl.toy import build_toy_tokenizer
-from helpers.verl_dumps import dump_with_verl, send_json
+from helpers.verl_dumps import dump_with_verl, send_json, write_verl_parquet
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "eval" / "evaluate.py"
@@ -64,19 +64,8 @@ def rendered(tokenizer, question: str) -> str:
 
 
 def write_parquet(path: Path, rows: list[tuple[str, str, str, str]]) -> Path:
-    """(data_source, ability, question, ground truth) rows in verl's layout."""
-    records = [
-        {
-            "data_source": source,
-            "prompt": [{"role": "user", "content": question}],
-            "ability": ability,
-            "reward_model": {"style": "rule", "ground_truth": truth},
-            "extra_info": {"split": "test", "index": index},
-        }
-        for index, (source, ability, question, truth) in enumerate(rows)
-    ]
-    pd.DataFrame.from_records(records).to_parquet(path)
-    return path
+    """(data_source, ability, question, ground truth) rows in verl's layout, as a validation file."""
+    return write_verl_parquet(path, rows, split="test")
 
 
 def v1_trainer():

@@ -1,4 +1,5 @@
-"""Writing dumps with verl's own writer, and answering JSON over HTTP, for the tests of dump readers and servers."""
+"""Writing verl parquet files and dumps (with verl's own writer), and answering JSON over HTTP, for the tests of dump
+readers and servers."""
 
 from __future__ import annotations
 
@@ -29,3 +30,21 @@ def send_json(handler, payload) -> None:
     handler.send_header("Content-Length", str(len(body)))
     handler.end_headers()
     handler.wfile.write(body)
+
+
+def write_verl_parquet(path: Path, rows, split: str) -> Path:
+    """``(data_source, ability, question, ground truth)`` rows as a verl parquet file, ``extra_info.split=split``."""
+    import pandas as pd
+
+    records = [
+        {
+            "data_source": source,
+            "prompt": [{"role": "user", "content": question}],
+            "ability": ability,
+            "reward_model": {"style": "rule", "ground_truth": truth},
+            "extra_info": {"split": split, "index": index},
+        }
+        for index, (source, ability, question, truth) in enumerate(rows)
+    ]
+    pd.DataFrame.from_records(records).to_parquet(path)
+    return Path(path)
