@@ -88,18 +88,36 @@ cpus_per_node() {
   echo "$cpus"
 }
 
-# The address other nodes reach NODE at: NODE_IP if set, else the first address `hostname --ip-address` gives there.
+# The address other nodes reach NODE at: NODE_IP if set (brackets around an IPv6 address are dropped), else the first
+# IPv4 address `hostname --ip-address` gives there that is not loopback (127.x: Debian's 127.0.1.1 line in /etc/hosts).
+# Its first word may be another kind: an IPv6 address (fe80::... link-local, or global) or that loopback. An IPv6
+# address is used only through NODE_IP (Ray's IPv6 support depends on its version); host_port puts it in brackets.
 node_ip() {
-  local node=$1 addresses
-  if [ -n "${NODE_IP:-}" ]; then echo "$NODE_IP"; return; fi
+  local node=$1 answer word
+  if [ -n "${NODE_IP:-}" ]; then
+    word=${NODE_IP#[}
+    echo "${word%]}"
+    return
+  fi
   if dry_run; then echo "$node"; return; fi
-  addresses=$(srun --overlap --nodes=1 --ntasks=1 --nodelist="$node" hostname --ip-address) \
+  answer=$(srun --overlap --nodes=1 --ntasks=1 --nodelist="$node" hostname --ip-address) \
     || die "could not ask $node for its address (srun hostname --ip-address)"
-  addresses=${addresses%% *}
-  case "$addresses" in
-    '' | 127.*) die "$node resolves its own name to '$addresses'; set NODE_IP to an address other nodes reach" ;;
+  for word in $answer; do
+    if [[ $word =~ ^[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$ ]] && [[ $word != 127.* ]]; then
+      echo "$word"
+      return
+    fi
+  done
+  die "$node has no IPv4 address other than loopback (hostname --ip-address: '${answer//$'\n'/ }'); set NODE_IP" \
+    "to an address the other nodes reach (an IPv6 one only with a Ray that supports IPv6)"
+}
+
+# HOST:PORT as Ray's address= and URLs want it: an IPv6 address in brackets ([fd00::1]:6379).
+host_port() {
+  case $1 in
+    *:*) echo "[$1]:$2" ;;
+    *) echo "$1:$2" ;;
   esac
-  echo "$addresses"
 }
 
 # Bind mounts, the same "src:dst[,src:dst...]" syntax for pyxis and Apptainer: RUN_DIR at its own path (the recipe
@@ -111,11 +129,16 @@ container_mounts() {
 }
 
 # Fill the array STEP with the srun line that runs COMMAND in the container: on node $1, or with $1 = "all", one task
-# on every node of the job. --overlap: the job's steps share the nodes (the ray daemons hold them all along).
+# on every node of the job. --overlap: the job's steps share the nodes (the ray daemons hold them all along), CPUs
+# and memory included. --cpus-per-task is given explicitly: from Slurm 22.05 a step does not inherit the job's
+# --cpus-per-task (SLURM_CPUS_PER_TASK), and the raylet with every worker it starts would be bound to one core.
+# --mem=0: the step may use all of the job's memory on the node (with --overlap, without taking it from the others).
 build_step() {
-  local where=$1
+  local where=$1 cpus=${SLURM_CPUS_PER_TASK:-${SLURM_CPUS_ON_NODE:-}}
   shift
   STEP=(srun --overlap)
+  if [[ $cpus =~ ^[1-9][0-9]*$ ]]; then STEP+=(--cpus-per-task="$cpus"); fi
+  STEP+=(--mem=0)
   if [ "$where" = all ]; then
     STEP+=(--nodes="${#JOB_NODES[@]}" --ntasks="${#JOB_NODES[@]}" --ntasks-per-node=1)
   else
@@ -221,7 +244,9 @@ trainer_share() {
 }
 
 # Trap of the Ray job. USR1 is the job's own early warning (#SBATCH --signal=B:USR1@300): stop, then requeue if
-# REQUEUE=1. TERM is scancel, or the scheduler preempting (it requeues by itself where configured): stop only.
+# REQUEUE=1, the judge job (JUDGE_JOB_ID) with it, so that its time limit starts again with the training job's; with
+# REQUEUE=0 the run ends here and the judge job is cancelled. TERM is scancel, or the scheduler preempting (it
+# requeues by itself where configured, and the job's next start needs the judge): stop only, the judge job stays.
 on_stop_signal() {
   local signal=$1
   if [ "$STOPPING" = 1 ]; then return; fi
@@ -232,10 +257,28 @@ on_stop_signal() {
   stop_ray
   if [ "$signal" = USR1 ] && [ "${REQUEUE:-1}" = 1 ]; then
     echo "$(date '+%F %T') requeueing job ${SLURM_JOB_ID:-}; the recipe resumes from the last checkpoint in $RUN_DIR"
+    if [ -n "${JUDGE_JOB_ID:-}" ]; then
+      echo "$(date '+%F %T') requeueing the judge job $JUDGE_JOB_ID too (its time limit starts again)"
+      launch scontrol requeue "$JUDGE_JOB_ID" || echo "warning: scontrol requeue $JUDGE_JOB_ID failed" >&2
+    fi
     launch scontrol requeue "${SLURM_JOB_ID:-}" || echo "warning: scontrol requeue ${SLURM_JOB_ID:-} failed" >&2
     exit 0
   fi
+  if [ "$signal" = USR1 ]; then
+    cancel_judge_job
+  elif [ -n "${JUDGE_JOB_ID:-}" ]; then
+    echo "the judge job $JUDGE_JOB_ID is left running (a requeued job needs it); if this job is not coming back:" \
+      "scancel $JUDGE_JOB_ID"
+  fi
   exit 143
+}
+
+# The end of the training run: the judge job it was given (JUDGE_JOB_ID) is not needed any more. Its TERM trap
+# removes its URL file and stops vllm serve.
+cancel_judge_job() {
+  if [ -z "${JUDGE_JOB_ID:-}" ]; then return 0; fi
+  echo "$(date '+%F %T') cancelling the judge job $JUDGE_JOB_ID"
+  launch scancel "$JUDGE_JOB_ID" || echo "warning: scancel $JUDGE_JOB_ID failed" >&2
 }
 
 # Run a step in the background and wait for it, so that a signal's trap runs at once rather than at the step's end.
@@ -250,6 +293,16 @@ run_waited() {
   wait "$WAIT_PID" || rc=$?
   WAIT_PID=''
   return "$rc"
+}
+
+# Run on every node before Ray starts (bash -c, in the container): does it see the GPUs Ray will be told it has
+# (--num-gpus, $1)? Without GPU passthrough (apptainer without --nv, an enroot/pyxis setup without the NVIDIA hook)
+# `ray start --num-gpus` advertises GPUs nobody can use, wait_for_ray.py counts them, and verl fails much later.
+# shellcheck disable=SC2016 # expanded by the step's shell on each node, not here
+{
+  GPU_CHECK_SCRIPT='want=$1 node=${SLURMD_NODENAME:-$(hostname)}; seen=$(nvidia-smi -L 2>/dev/null | grep -c "^GPU ")'
+  GPU_CHECK_SCRIPT+='; if [ "$seen" -ge "$want" ]; then echo "$node: $seen GPUs visible, Ray gets $want"; else echo'
+  GPU_CHECK_SCRIPT+=' "error: $node: the container sees $seen GPUs (nvidia-smi -L) but Ray would get $want" >&2; exit 1; fi'
 }
 
 # The Ray job: a head on the first node, one worker on every other node, the recipe on the head once all joined.
@@ -267,6 +320,8 @@ run_ray_job() {
   for name in STOP_GRACE_S RAY_STOP_WAIT_S RAY_WAIT_S; do
     [[ ${!name:-0} =~ ^[0-9]+$ ]] || die "$name=${!name}: expected a number of seconds"
   done
+  [[ ${JUDGE_JOB_ID:-0} =~ ^[0-9]+$ ]] \
+    || die "JUDGE_JOB_ID=$JUDGE_JOB_ID: expected the judge job's id (what sbatch --parsable printed)"
   trainer_share "$recipe" "${#JOB_NODES[@]}" "$gpus"
   # A metrics path set by the caller reaches Ray's worker processes too (the recipe also passes its own through the
   # trainer's runtime_env).
@@ -276,7 +331,7 @@ run_ray_job() {
   fi
   head=${JOB_NODES[0]}
   head_ip=$(node_ip "$head")
-  address="$head_ip:$GCS_PORT"
+  address=$(host_port "$head_ip" "$GCS_PORT")
   STOPPING=0
   DRIVER_PID=''
   WAIT_PID=''
@@ -292,9 +347,15 @@ run_ray_job() {
       "(JUDGE_PLACEMENT=${JUDGE_PLACEMENT:-unset})"
   fi
 
+  if [ "${GPU_CHECK:-1}" = 1 ] && [ "$gpus" -gt 0 ]; then
+    build_step all bash -c "$GPU_CHECK_SCRIPT" gpu-check "$gpus"
+    run_waited "${STEP[@]}" || die "a node does not see the $gpus GPUs Ray would advertise there (see above):" \
+      "check the container's GPU passthrough and the job's --gpus-per-node (GPU_CHECK=0 skips this check)"
+  fi
+  # The dashboard listens on the head's loopback only: its Jobs API runs any code, as you, for whoever reaches it.
   build_step "$head" "${ray_start[@]}" --head --node-ip-address="$head_ip" --port="$GCS_PORT" --num-cpus="$cpus" \
-    --num-gpus="$gpus" --dashboard-host=0.0.0.0 --disable-usage-stats --block "${RAY_NODE_PORTS[@]}" \
-    "${RAY_HEAD_PORTS[@]}"
+    --num-gpus="$gpus" --dashboard-host="${RAY_DASHBOARD_HOST:-127.0.0.1}" --disable-usage-stats --block \
+    "${RAY_NODE_PORTS[@]}" "${RAY_HEAD_PORTS[@]}"
   launch_background "$LOG_DIR/ray_head.log" "${STEP[@]}"
   RAY_STEP_PIDS+=(${BACKGROUND_PID:+"$BACKGROUND_PID"})
   # Workers are started once the head answers: `ray start --address` gives up if the GCS is not there yet.
@@ -323,6 +384,7 @@ run_ray_job() {
     DRIVER_PID=''
     echo "$(date '+%F %T') the recipe exited with status $rc"
   fi
+  cancel_judge_job
   stop_ray
   return "$rc"
 }
@@ -340,9 +402,12 @@ run_judge_server() {
   local node=${JOB_NODES[0]} ip port=${JUDGE_PORT:-8000} tp=${JUDGE_TP:-} start_s=${JUDGE_START_TIMEOUT_S:-3600}
   if [ -z "$tp" ]; then tp=$(gpus_per_node); fi
   ip=$(node_ip "$node")
-  JUDGE_URL="http://$ip:$port/v1"
+  local listen=0.0.0.0 health
+  case $ip in *:*) listen=:: ;; esac
+  JUDGE_URL="http://$(host_port "$ip" "$port")/v1"
+  health="http://$(host_port "$ip" "$port")/health"
   build_step "$node" vllm serve "$JUDGE_MODEL" --served-model-name="${JUDGE_SERVED_NAME:-judge}" \
-    --tensor-parallel-size="$tp" --host=0.0.0.0 --port="$port" \
+    --tensor-parallel-size="$tp" --host="$listen" --port="$port" \
     --gpu-memory-utilization="${JUDGE_GPU_MEMORY_UTILIZATION:-0.9}" "$@"
   if [ -n "${JUDGE_API_KEY:-}" ]; then export VLLM_API_KEY=$JUDGE_API_KEY; fi
   echo "$(date '+%F %T') judge ${JUDGE_MODEL} on $node (TP $tp) at $JUDGE_URL" \
@@ -350,7 +415,7 @@ run_judge_server() {
   launch rm -f "$JUDGE_URL_FILE"
   if dry_run; then
     launch "${STEP[@]}"
-    echo "+ (once http://$ip:$port/health answers) write $JUDGE_URL to $JUDGE_URL_FILE"
+    echo "+ (once $health answers) write $JUDGE_URL to $JUDGE_URL_FILE"
     return 0
   fi
   SERVER_PID=''
@@ -359,7 +424,7 @@ run_judge_server() {
   launch_background "$LOG_DIR/judge_vllm.log" "${STEP[@]}"
   SERVER_PID=$BACKGROUND_PID
   local deadline=$((SECONDS + start_s))
-  until curl --silent --fail --max-time 5 --output /dev/null "http://$ip:$port/health"; do
+  until curl --silent --fail --globoff --max-time 5 --output /dev/null "$health"; do
     kill -0 "$SERVER_PID" 2>/dev/null || die "vllm serve exited before it answered; see $LOG_DIR/judge_vllm.log"
     [ "$SECONDS" -lt "$deadline" ] || die "vllm serve did not answer within ${start_s}s; see $LOG_DIR/judge_vllm.log"
     sleep "${JUDGE_POLL_S:-5}" &

@@ -2,6 +2,8 @@
 
 scripts/slurm/lib.sh runs this on the head node, inside the container, after `ray start` and before the driver: a
 fixed sleep either wastes minutes or starts verl before the workers joined (verl checks the GPUs once, at start).
+It counts the GPUs the nodes advertise (`ray start --num-gpus`), not those their containers can use: lib.sh checks
+those on every node (`nvidia-smi -L`) before Ray starts.
 
     python3 scripts/slurm/wait_for_ray.py --address HEAD_IP:6379 --nodes 3 --gpus 24 [--timeout-s 600]
 """
