@@ -53,6 +53,10 @@ class JudgeSettings:
     # openai: any OpenAI-compatible chat endpoint (vllm serve, SGLang, a hosted API, verl's reward-model router).
     base_url: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
+    # openai: the tokenizer that counts max_trace_tokens (a local folder or a hub id; one that cannot be loaded is an
+    # error at start-up). None: model_path's when it is on this machine; else budgets in UTF-8 bytes, with a warning.
+    # transformers and vllm always count with their model's own tokenizer.
+    tokenizer: str | None = None
     # vllm: engines in Ray actors on judge GPUs.
     num_engines: int = 1
     tensor_parallel_size: int = 1
@@ -217,6 +221,8 @@ def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
         raise ValueError(f"{_PREFIX}.judge.model_path is required for the {judge.backend} backend")
     if judge.backend == "openai" and not judge.base_url:
         raise ValueError(f"{_PREFIX}.judge.base_url is required for the openai backend ('verl': verl's own router)")
+    if judge.tokenizer is not None and not judge.tokenizer.strip():
+        raise ValueError(f"{_PREFIX}.judge.tokenizer must be a tokenizer folder or hub id, or null; got ''")
     if judge.backend == "openai" and judge.base_url != "verl" and not judge.model_path:
         raise ValueError(f"{_PREFIX}.judge.model_path is required for the openai backend (the served model's name)")
     if judge.backend != "simulated":

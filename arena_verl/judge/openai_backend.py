@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+from pathlib import Path
 
 from ..settings import JudgeSettings
 from .base import Reply
@@ -14,20 +15,16 @@ from .prompts import special_token_strings
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["OpenAIJudge"]
+__all__ = ["OpenAIJudge", "judge_tokenizer", "byte_budget_warning"]
 
 
 class OpenAIJudge(ModelJudge):
     name = "openai"
 
     def __init__(self, settings: JudgeSettings):
-        tokenizer = _local_tokenizer(settings.model_path)
+        tokenizer = judge_tokenizer(settings)
         if tokenizer is None:
-            logger.info(
-                "openai judge: no local tokenizer for %r; trace budgets are counted in UTF-8 bytes (safe for any "
-                "script, about 4x fewer English tokens than max_trace_tokens)",
-                settings.model_path,
-            )
+            logger.warning(byte_budget_warning(settings))
             super().__init__(settings)
         else:
             super().__init__(
@@ -35,6 +32,7 @@ class OpenAIJudge(ModelJudge):
                 count_tokens=lambda text: len(tokenizer.encode(text)),
                 special_tokens=special_token_strings(tokenizer),
             )
+        self.tokenizer = tokenizer
         base = settings.base_url.rstrip("/")
         self.url = base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
         self.api_key = os.environ.get(settings.api_key_env, "")
@@ -73,6 +71,49 @@ class OpenAIJudge(ModelJudge):
             await self._session.close()
 
 
+def judge_tokenizer(settings: JudgeSettings):
+    """The tokenizer that counts trace tokens for a served judge, or None (budgets in UTF-8 bytes).
+
+    ``settings.tokenizer`` when set: a local folder or a hub id, loaded as any ``from_pretrained`` (a hub id may be
+    downloaded); one that cannot be loaded is a ``ValueError`` naming the key, never a silent byte count. Unset: the
+    served model's own tokenizer when ``model_path`` is a folder on this machine or a hub id already in the local
+    cache (nothing is downloaded), else None.
+    """
+    name = settings.tokenizer
+    if not name:
+        return _local_tokenizer(settings.model_path)
+    key = "reward.arena.judge.tokenizer"
+    path = Path(name).expanduser()
+    if _looks_local(name) and not path.is_dir():
+        raise ValueError(f"{key}={name!r}: {'not a folder' if path.exists() else 'no such folder'}")
+    try:
+        from transformers import AutoTokenizer
+
+        return AutoTokenizer.from_pretrained(str(path) if path.is_dir() else name)
+    except Exception as exc:  # noqa: BLE001  (whatever transformers raises: one clear error at start-up)
+        reason = " ".join(str(exc).split())[:300] or "no message"
+        raise ValueError(
+            f"{key}={name!r} cannot be loaded as a tokenizer ({type(exc).__name__}: {reason}); set it to the served "
+            "model's folder or hub id, or to null to count trace budgets in UTF-8 bytes"
+        ) from exc
+
+
+def byte_budget_warning(settings: JudgeSettings) -> str:
+    """The start-up warning of a judge that counts trace budgets in UTF-8 bytes (no tokenizer)."""
+    budget = settings.max_trace_tokens
+    tokens = int(float(f"{budget / 4:.2g}"))  # English text: about 4 bytes a token
+    return (
+        f"judge: no tokenizer for the served model {settings.model_path!r} (set reward.arena.judge.tokenizer / "
+        f"JUDGE_TOKENIZER): traces are cut at {budget} UTF-8 bytes, about {tokens} tokens, not max_trace_tokens="
+        f"{budget} tokens"
+    )
+
+
+def _looks_local(name: str) -> bool:
+    """A path rather than a hub id (``org/name``): absolute, ``./``, ``../``, ``~``, or there on disk."""
+    return name.startswith(("/", ".", "~")) or os.path.exists(name)
+
+
 def _local_tokenizer(name: str | None):
     """The served model's tokenizer when it is on this machine (a model folder, or a hub id already in the local
     cache; nothing is downloaded), else None."""
@@ -82,5 +123,5 @@ def _local_tokenizer(name: str | None):
         from transformers import AutoTokenizer
 
         return AutoTokenizer.from_pretrained(name, local_files_only=True)
-    except Exception:  # noqa: BLE001  (not local, or not a tokenizer: the byte count is the safe fallback)
+    except Exception:  # noqa: BLE001  (not local, or not a tokenizer: the byte count, with the start-up warning)
         return None
