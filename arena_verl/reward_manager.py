@@ -27,6 +27,7 @@ from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from . import multiple_choice
+from .dapo_bound import filter_groups_enabled
 from .judge.base import Trace
 from .judge.prompts import task_of
 from .referee import FALLBACK_REFEREE_LOST, Submission, Verdict
@@ -34,6 +35,7 @@ from .referee_actor import forget_referee, referee_handle
 from .settings import ArenaSettings, settings_from_config
 from .validation_signal import VALIDATE_KEY
 from .verify import STATUSES, MathVerifier, VerifyResult, ground_truth_text
+from .verl_judge_placement import check_verl_placement
 
 logger = logging.getLogger(__name__)
 _UNAVAILABLE_PATIENCE_S = 120.0  # how long a sample waits for a restarting referee
@@ -68,6 +70,9 @@ class ArenaRewardManager(RewardManagerBase):
                  **kwargs):  # fmt: skip
         super().__init__(config, tokenizer, compute_score)
         self.settings: ArenaSettings = _with_verl_router(settings_from_config(config), config, reward_router_address)
+        # rlvr: the referee counts the groups for the tracker (log_metrics) and for DAPO's bound on generation
+        # batches, whose warnings and error say how many groups of the step were kept (arena_verl.dapo_bound).
+        self.observe_rlvr = self.settings.log_metrics or filter_groups_enabled(config)
         custom = config.reward.get("custom_reward_function", {}) or {}
         # verl hands us either the user's function or its own default_compute_score. arena-verl's own verifier
         # function (needed only to make verl call this manager beside a served judge) is not a user's function:
@@ -123,7 +128,7 @@ class ArenaRewardManager(RewardManagerBase):
             step=_int_or_none(non_tensor.get("global_steps")),
         )
         if not self.settings.uses_judge:
-            if self.settings.log_metrics:  # rlvr: counted, never judged (no problem text or trace needed)
+            if self.observe_rlvr:  # rlvr: counted, never judged
                 self._observe(Submission(**sample, problem="", trace=Trace(text="")))
             return _answer(verified, Verdict(reward=verified.score), validation)
 
@@ -211,6 +216,9 @@ def _with_verl_router(settings: ArenaSettings, config, router_address: str | Non
     judge = settings.judge
     if judge.backend != "openai" or judge.base_url != "verl":
         return settings
+    # A composition in which verl's judge sleeps for good, or never streams, is refused at start, not found out
+    # by every routed group falling back at its deadline.
+    check_verl_placement(config, settings)
     if not router_address:
         raise ValueError(
             "reward.arena.judge.base_url=verl needs verl to serve the judge: set reward.reward_model.enable=true "

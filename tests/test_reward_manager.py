@@ -67,7 +67,13 @@ def test_verl_served_judge_uses_the_router_address():
         {
             "actor_rollout_ref": {"rollout": {"n": 8}},
             "reward": {
-                "reward_model": {"model_path": "/models/judge"},
+                # verl serves the judge in a pool of its own, awake (arena_verl.verl_judge_placement)
+                "reward_model": {
+                    "enable": True,
+                    "enable_resource_pool": True,
+                    "model_path": "/models/judge",
+                    "rollout": {"free_cache_engine": False},
+                },
                 "arena": {"judge": {"backend": "openai", "base_url": "verl"}},
             },
         }
@@ -76,6 +82,9 @@ def test_verl_served_judge_uses_the_router_address():
     assert settings.judge.base_url == "http://127.0.0.1:8000/v1" and settings.judge.model_path == "/models/judge"
     with pytest.raises(ValueError, match="reward.reward_model.enable=true"):
         reward_manager._with_verl_router(settings_from_config(config), config, None)
+    config.reward.reward_model.rollout.free_cache_engine = True  # verl's default: the judge would sleep for good
+    with pytest.raises(ValueError, match="free_cache_engine"):
+        reward_manager._with_verl_router(settings_from_config(config), config, "127.0.0.1:8000")
 
 
 def test_verl_reward_fn_is_the_verifier():
