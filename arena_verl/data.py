@@ -12,6 +12,7 @@ verl 0.9.1 does not tell a reward manager which samples are validation samples, 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 __all__ = ["mark_split", "make_arithmetic", "splits_of", "convert_qa"]
@@ -151,7 +152,9 @@ def main(argv: list[str] | None = None) -> None:
     conv.add_argument("--question-key", default="problem")
     conv.add_argument("--answer-key", default="answer")
     conv.add_argument("--suffix", default=MATH_SUFFIX, help="appended to each question ('' for none)")
-    check = commands.add_parser("has-split", help="exit 0 if every row's extra_info.split is one of SPLITS, else 1")
+    check = commands.add_parser(
+        "has-split", help="exit 0 if every row's extra_info.split is one of SPLITS, 1 if not, 2 if unreadable"
+    )
     check.add_argument("path")
     check.add_argument("splits", nargs="+")
     args = parser.parse_args(argv)
@@ -173,7 +176,12 @@ def main(argv: list[str] | None = None) -> None:
         )
         print(f"{rows} rows ({args.data_source}, split={args.split!r}) -> {args.output}")
     else:
-        found = splits_of(args.path)
+        # 1 means "a split outside SPLITS" only: a file that cannot be read is 2, never taken for "mark a copy".
+        try:
+            found = splits_of(args.path)
+        except Exception as exc:  # noqa: BLE001  (one readable line for any unreadable input)
+            print(f"error: cannot read the splits of {args.path}: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
         raise SystemExit(0 if found <= set(args.splits) else 1)
 
 

@@ -4,8 +4,9 @@ print the key values, check the paths it names, and estimate the judge's load pe
     python -m arena_verl.recipe show --config-name arena_live [--strict] [hydra overrides ...]
 
 ``show`` exits 0 when the config composes and its arena settings are valid; missing local paths (data, models) are
-warnings, or errors with ``--strict`` (exit 2), which the recipes use before a real run. An invalid config is always
-an error (exit 2). Nothing is started.
+warnings, or errors with ``--strict`` (exit 2), which the recipes use before a real run. An invalid config, and a shape
+verl would refuse (or pad) at run time (:mod:`arena_verl.verl_rules`), are always errors (exit 2). Nothing is
+started.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from arena_verl.verl_rules import run_time_problems
 
 __all__ = ["compose_experiment", "shown_values", "path_problems", "judge_calls_per_group", "judge_load_lines"]
 
@@ -140,6 +143,10 @@ def path_problems(config) -> list[str]:
     judge = settings_from_config(config).judge
     if judge.backend in ("vllm", "transformers") and judge.model_path and not Path(judge.model_path).exists():
         problems.append(f"reward.arena.judge.model_path: {judge.model_path} does not exist")
+    # A tokenizer the judge cannot load fails inside the referee actor, where every group would fall back silently.
+    tokenizer = judge.tokenizer if judge.backend == "openai" else None
+    if tokenizer and _looks_local(tokenizer) and not Path(tokenizer).expanduser().is_dir():
+        problems.append(f"reward.arena.judge.tokenizer: {tokenizer} is not a folder")
     if _select(config, "reward.reward_model.enable"):
         rm_path = _select(config, "reward.reward_model.model_path")
         if not rm_path or not Path(str(rm_path)).expanduser().exists():
@@ -156,42 +163,17 @@ def path_problems(config) -> list[str]:
     return problems
 
 
-def gpus_needed(config) -> dict[str, int]:
-    """GPUs the run takes from its Ray cluster: the trainer's pools and the judge where it runs inside the cluster
-    (``vllm`` engines in Ray actors, or verl's reward-model pool)."""
-    from arena_verl.settings import settings_from_config
-
-    needed = {"trainer": int(_select(config, "trainer.nnodes")) * int(_select(config, "trainer.n_gpus_per_node"))}
-    if _select(config, "reward.reward_model.enable") and _select(config, "reward.reward_model.enable_resource_pool"):
-        nodes, per_node = (
-            _select(config, "reward.reward_model.nnodes"),
-            _select(config, "reward.reward_model.n_gpus_per_node"),
-        )
-        needed["verl reward model"] = int(nodes) * int(per_node)
-    settings = settings_from_config(config)
-    if settings.uses_judge and settings.judge.backend == "vllm":
-        needed["judge engines"] = settings.judge.num_engines * settings.judge.tensor_parallel_size
-    return needed
-
-
-def cluster_problems(config, cluster_gpus: float) -> list[str]:
-    """A run that asks for more GPUs than its Ray cluster has would wait forever for them (the judge's engines or
-    verl's pools pending: every routed group would fall back to verifier rewards at its deadline)."""
-    needed = gpus_needed(config)
-    if sum(needed.values()) <= cluster_gpus:
-        return []
-    parts = ", ".join(f"{name} {count}" for name, count in needed.items())
-    return [f"the run needs {sum(needed.values())} GPUs ({parts}) but the Ray cluster has {cluster_gpus:g}"]
-
-
-def _cluster_gpus() -> float:
+def _cluster_free_gpus() -> list[float]:
+    """Free GPUs of each alive node of RAY_ADDRESS's cluster."""
     import os
 
     import ray
 
+    from arena_verl.placement import free_gpus_per_node
+
     ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), logging_level="ERROR", log_to_driver=False)
     try:
-        return float(ray.cluster_resources().get("GPU", 0.0))
+        return free_gpus_per_node()
     finally:
         ray.shutdown()
 
@@ -249,16 +231,31 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("--config-name", required=True)
     show.add_argument("--config-dir", default=str(CONFIG_DIR))
     show.add_argument("--strict", action="store_true", help="missing paths are errors (exit 2)")
-    show.add_argument("--check-cluster", action="store_true", help="compare the GPUs needed with RAY_ADDRESS's cluster")
+    show.add_argument(
+        "--check-cluster", action="store_true", help="check that the run's GPU groups fit RAY_ADDRESS's nodes"
+    )
     show.add_argument("overrides", nargs="*")
     args = parser.parse_args(argv)
+    from arena_verl.placement import demands_from_config, placement_problems, placement_warnings
+    from arena_verl.settings import settings_from_config
+    from arena_verl.verl_judge_placement import verl_placement_problems
+
     try:
         config = compose_experiment(args.config_name, args.overrides, Path(args.config_dir))
         values = shown_values(config)
         load = judge_load_lines(config)
+        settings = settings_from_config(config)
+        refusals = run_time_problems(config, waits_for_groups=settings.uses_judge)
+        refusals += verl_placement_problems(config, settings)
         problems = path_problems(config)
+        cluster_warnings = []
         if args.check_cluster:
-            problems += cluster_problems(config, _cluster_gpus())
+            # Each trainer node's share, each judge engine, verl's reward-model nodes must fit on one node each: a
+            # run that does not fit waits forever for its GPUs (the judge's routed groups fall back at the deadline).
+            free = _cluster_free_gpus()
+            demands = demands_from_config(config)
+            problems += placement_problems(demands, free)
+            cluster_warnings = placement_warnings(demands, free)
     except Exception as exc:  # noqa: BLE001  (a bad config is one clear line, not a traceback)
         print(f"error: the config does not compose or is invalid: {exc}", file=sys.stderr)
         return 2
@@ -268,10 +265,14 @@ def main(argv: list[str] | None = None) -> int:
     print("# expected judge load")
     for line in load:
         print(line)
+    for warning in cluster_warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     label = "error" if args.strict else "warning"
     for problem in problems:
         print(f"{label}: {problem}", file=sys.stderr)
-    return 2 if problems and args.strict else 0
+    for refusal in refusals:
+        print(f"error: {refusal}", file=sys.stderr)
+    return 2 if refusals or (problems and args.strict) else 0
 
 
 if __name__ == "__main__":

@@ -115,18 +115,94 @@ def build_toy_model(path: Path, seed: int = 0) -> Path:
     return path
 
 
+# The two answers of the coin-flip policy, each one token of its tokenizer.
+COIN_FLIP_ANSWERS = ("1", "2")
+_COIN_FLIP_LOGIT = 12.0  # the two answer tokens against 0 for every other token: ~0.1% of draws are anything else
+
+
+def build_coin_flip_model(path: Path, seed: int = 0) -> Path:
+    """A toy policy (Qwen2, built weights, no training) that answers 1 or 2 by a fair coin, whatever it is asked.
+
+    Its every token is one of two added tokens, ``"Answer: 1\n"`` and ``"Answer: 2\n"``, drawn independently at
+    temperature 1; the verifier reads the last line, so a response is right with probability 1/2 on a question whose
+    answer is 1 or 2 (:func:`make_coin_flip_data`) and a group of N is mixed with probability 1 - 2^(1-N): the
+    group-filtering baseline (DAPO) then has groups to keep, and the arena both diverse and non-diverse groups.
+    How: every layer's output projections are zero, so the residual stream is the token embedding; every embedding
+    row is the same vector, so the last hidden state is the same at every position; the untied output layer maps it
+    to the two answer tokens only. Training moves these weights like any others (plumbing, not a model)."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    build_toy_tokenizer(path)
+    tokenizer = AutoTokenizer.from_pretrained(str(path))
+    tokenizer.add_tokens([f"Answer: {answer}\n" for answer in COIN_FLIP_ANSWERS])
+    tokenizer.save_pretrained(str(path))
+    answer_ids = tokenizer.convert_tokens_to_ids([f"Answer: {answer}\n" for answer in COIN_FLIP_ANSWERS])
+    config = Qwen2Config(
+        vocab_size=len(tokenizer),
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=64,
+        max_position_embeddings=8192,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.eos_token_id,
+        tie_word_embeddings=False,
+    )
+    torch.manual_seed(seed)
+    model = Qwen2ForCausalLM(config).to(torch.float32)
+    with torch.no_grad():
+        for layer in model.model.layers:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+        direction = torch.randn(config.hidden_size)
+        direction /= direction.norm()
+        model.model.embed_tokens.weight.copy_(direction.expand_as(model.model.embed_tokens.weight))
+        # The final RMSNorm turns the unit vector into sqrt(hidden) * direction (its weight is 1).
+        model.lm_head.weight.zero_()
+        model.lm_head.weight[answer_ids] = direction * (_COIN_FLIP_LOGIT / config.hidden_size**0.5)
+    model.save_pretrained(str(path))
+    return path
+
+
+def make_coin_flip_data(path: str | Path, rows: int, split: str, data_source: str = "coin_flip_math") -> int:
+    """``rows`` questions whose answers alternate 1 and 2, in verl's parquet layout (for the coin-flip policy; the
+    data source is matched by the arena's math verifier). Returns the row count."""
+    from arena_verl.data import _verl_row, _write
+
+    if rows < 1:
+        raise ValueError(f"rows must be >= 1, got {rows}")
+    records = []
+    for index in range(rows):
+        answer = COIN_FLIP_ANSWERS[index % 2]
+        question = f"Question {index}: is the answer 1 or 2?"
+        records.append(_verl_row(data_source, question, answer, split, index))
+    _write(records, path)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> None:
-    """``python -m arena_verl.toy model DIR``: write the toy model (RANDOM weights) and its tokenizer into DIR."""
+    """``python -m arena_verl.toy model DIR``: write the toy model (RANDOM weights) and its tokenizer into DIR;
+    ``coin-flip-model DIR``: the coin-flip policy; ``coin-flip-data FILE --rows N --split S``: questions for it."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("what", choices=["model", "tokenizer"])
+    parser.add_argument("what", choices=["model", "tokenizer", "coin-flip-model", "coin-flip-data"])
     parser.add_argument("path")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rows", type=int, default=16, help="coin-flip-data: questions")
+    parser.add_argument("--split", default="train", help="coin-flip-data: extra_info.split")
     args = parser.parse_args(argv)
     path = Path(args.path)
+    if args.what == "coin-flip-data":
+        print(f"{make_coin_flip_data(path, args.rows, args.split)} coin-flip questions -> {path}")
+        return
     path.mkdir(parents=True, exist_ok=True)
-    print(build_toy_model(path, args.seed) if args.what == "model" else build_toy_tokenizer(path))
+    build = {"model": build_toy_model, "coin-flip-model": build_coin_flip_model}.get(args.what)
+    print(build(path, args.seed) if build else build_toy_tokenizer(path))
 
 
 if __name__ == "__main__":

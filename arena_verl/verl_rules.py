@@ -1,0 +1,159 @@
+"""verl's run-time rules for a composed trainer config, checked before anything starts.
+
+verl 0.9.1 checks several shapes only once the models are loaded, validation has run and a first rollout is done
+(or never, and pads instead). Each rule here names the keys, the rule and a fix, so that ``python -m arena_verl.recipe
+show`` (the recipes' ``--dry-run`` and their pre-flight) refuses the config instead:
+
+- **actor mini-batch**: ``ppo_mini_batch_size x rollout.n`` samples are split evenly over the actor's data-parallel
+  ranks (``workers/engine_workers.py``, ``train_batch``: ``assert mini_batch_size % data_parallel_size == 0``, not
+  caught by ``validate_config`` under ``use_dynamic_bsz``);
+- **padding**: the V1 trainer pads every batch to a multiple of ``lcm(dp, mini-batch samples)``
+  (``trainer/ppo/v1/trainer_base.py``, ``_get_required_batch_multiple``): a batch that is not one is partly dummy
+  samples, every step;
+- **rollout replicas**: the trainer's GPUs are cut into vLLM replicas of ``tensor x data x pipeline`` parallel GPUs;
+- **verl's reward-model pool**: its replicas are cut the same way from ``reward.reward_model`` GPUs;
+- **reward-loop concurrency**: each ``RewardLoopWorker`` is a Ray async actor without a ``max_concurrency`` option
+  (``experimental/reward_loop/reward_loop.py``, ``_init_reward_loop_workers``), so Ray's default of 1000 concurrent
+  calls applies; an arena ``run_single`` waits for its whole group, so a worker holding more training samples than
+  that queues group members behind calls that wait for them (every such group then falls back at its deadline).
+
+The config is anything ``OmegaConf.select`` reads (a composed DictConfig).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["run_time_problems", "reward_loop_concurrency_problems", "RAY_ASYNC_ACTOR_CONCURRENCY"]
+
+# Ray's default max_concurrency for async actors (ray_constants.DEFAULT_MAX_CONCURRENCY_ASYNC).
+RAY_ASYNC_ACTOR_CONCURRENCY = 1000
+# Members of a batch go to reward workers at random (random.choice per sample): the busiest worker holds about
+# mean + z * sqrt(mean) calls; z = 4 keeps a shape refused below one in ~30 000 steps of reaching the cap.
+_LOAD_SPREAD_Z = 4.0
+
+
+def _get(config, key: str, default: Any = None) -> Any:
+    from omegaconf import OmegaConf
+
+    value = OmegaConf.select(config, key, default=default, throw_on_missing=False)
+    return default if value is None else value
+
+
+def _int(config, key: str, default: int = 1) -> int:
+    return int(_get(config, key, default))
+
+
+def _mini_batch_hint(mini: int, batch: int, step: int) -> str:
+    """Mini-batch sizes that fit: multiples of ``step`` that divide the batch (nearest to ``mini`` first)."""
+    fitting = sorted((m for m in range(step, batch + 1, step) if batch % m == 0), key=lambda m: (abs(m - mini), m))
+    if fitting:
+        return f"e.g. {' or '.join(str(m) for m in sorted(fitting[:2]))}, which divide data.train_batch_size {batch}"
+    return f"e.g. {-(-mini // step) * step}, with a data.train_batch_size that is a multiple of it"
+
+
+def _actor_rules(config, gpus: int) -> list[str]:
+    n = _int(config, "actor_rollout_ref.rollout.n")
+    mini = _int(config, "actor_rollout_ref.actor.ppo_mini_batch_size")
+    batch = _int(config, "data.train_batch_size")
+    ulysses = max(
+        _int(config, "actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size"),
+        _int(config, "actor_rollout_ref.actor.ulysses_sequence_parallel_size"),
+    )
+    if gpus % ulysses:
+        return [
+            f"the trainer's {gpus} GPUs (trainer.nnodes x trainer.n_gpus_per_node) do not divide by the actor's "
+            f"ulysses_sequence_parallel_size {ulysses}"
+        ]
+    dp = gpus // ulysses
+    problems = []
+    if batch < mini:
+        problems.append(
+            f"data.train_batch_size {batch} is smaller than actor_rollout_ref.actor.ppo_mini_batch_size {mini}: "
+            "set ppo_mini_batch_size <= train_batch_size"
+        )
+    samples = mini * n
+    if samples % dp:
+        step = dp // math.gcd(dp, n)  # mini-batch sizes whose samples divide by dp are the multiples of this
+        problems.append(
+            f"actor_rollout_ref.actor.ppo_mini_batch_size {mini} x actor_rollout_ref.rollout.n {n} = {samples} "
+            f"samples per mini-batch do not divide by the actor's data-parallel size {dp} (trainer.nnodes x "
+            f"trainer.n_gpus_per_node = {gpus} GPUs / ulysses {ulysses}); verl asserts it at the first actor update: "
+            f"use a ppo_mini_batch_size that is a multiple of {step} ({_mini_batch_hint(mini, batch, step)}) or a "
+            f"trainer share whose data-parallel size divides {samples}"
+        )
+    elif (batch * n) % math.lcm(dp, samples):
+        multiple = math.lcm(dp, samples)
+        padded = -(-batch * n // multiple) * multiple
+        problems.append(
+            f"data.train_batch_size {batch} x rollout.n {n} = {batch * n} samples per step are not a multiple of "
+            f"lcm(data-parallel size {dp}, mini-batch samples {samples}) = {multiple}: verl's V1 trainer pads every "
+            f"batch to {padded} ({padded - batch * n} dummy samples a step); make train_batch_size a multiple of "
+            f"ppo_mini_batch_size {mini}"
+        )
+    return problems
+
+
+def _replica_rule(config, prefix: str, gpus: int, where: str) -> list[str]:
+    tp = _int(config, f"{prefix}.tensor_model_parallel_size")
+    dp = _int(config, f"{prefix}.data_parallel_size")
+    pp = _int(config, f"{prefix}.pipeline_model_parallel_size")
+    replica = tp * dp * pp
+    if gpus % replica == 0:
+        return []
+    return [
+        f"{where} has {gpus} GPUs, which do not split into vLLM replicas of {replica} GPUs ({prefix}."
+        f"tensor_model_parallel_size {tp} x data_parallel_size {dp} x pipeline_model_parallel_size {pp}): use a "
+        f"tensor_model_parallel_size that divides {gpus}"
+    ]
+
+
+def _reward_model_rules(config) -> list[str]:
+    own_pool = _get(config, "reward.reward_model.enable_resource_pool", False)
+    if not (_get(config, "reward.reward_model.enable", False) and own_pool):
+        return []
+    nodes, per_node = _int(config, "reward.reward_model.nnodes"), _int(config, "reward.reward_model.n_gpus_per_node")
+    problems = _replica_rule(config, "reward.reward_model.rollout", nodes * per_node, "verl's reward-model pool")
+    tp = _int(config, "reward.reward_model.rollout.tensor_model_parallel_size")
+    if not problems and tp > per_node:
+        problems.append(
+            f"reward.reward_model.rollout.tensor_model_parallel_size {tp} spans more GPUs than one node of the "
+            f"reward-model pool has (reward.reward_model.n_gpus_per_node {per_node}): one engine must fit on a node"
+        )
+    return problems
+
+
+def reward_loop_concurrency_problems(config, waits_for_groups: bool) -> list[str]:
+    """The reward-loop rule alone (the reward manager checks it at start, for runs composed without a recipe)."""
+    if not waits_for_groups:
+        return []
+    samples = _int(config, "data.train_batch_size") * _int(config, "actor_rollout_ref.rollout.n")
+    if _get(config, "algorithm.filter_groups.enable", False):
+        samples *= max(1, _int(config, "algorithm.filter_groups.max_inflight_gen_batches"))
+    workers = _int(config, "reward.num_workers")
+    mean = samples / workers
+    busiest = mean + _LOAD_SPREAD_Z * math.sqrt(mean)
+    if busiest <= RAY_ASYNC_ACTOR_CONCURRENCY:
+        return []
+    needed = workers
+    while (m := samples / needed) + _LOAD_SPREAD_Z * math.sqrt(m) > RAY_ASYNC_ACTOR_CONCURRENCY:
+        needed += 1
+    return [
+        f"reward.num_workers {workers} is too few for {samples} training samples in flight (data.train_batch_size x "
+        f"rollout.n): each RewardLoopWorker is a Ray async actor of at most {RAY_ASYNC_ACTOR_CONCURRENCY} concurrent "
+        f"calls and the busiest would hold about {busiest:.0f}, while every arena call waits for its group (members "
+        f"queued behind them fall back at the group deadline): set reward.num_workers >= {needed}"
+    ]
+
+
+def run_time_problems(config, waits_for_groups: bool = True) -> list[str]:
+    """What verl would refuse or silently degrade at run time for ``config``'s trainer share; empty when the shapes
+    fit. ``waits_for_groups``: the reward manager's calls wait for their group (every mode with a judge, not
+    ``rlvr``)."""
+    gpus = _int(config, "trainer.nnodes") * _int(config, "trainer.n_gpus_per_node")
+    problems = _actor_rules(config, gpus)
+    problems += _replica_rule(config, "actor_rollout_ref.rollout", gpus, "the trainer (nnodes x n_gpus_per_node)")
+    problems += _reward_model_rules(config)
+    problems += reward_loop_concurrency_problems(config, waits_for_groups)
+    return problems
