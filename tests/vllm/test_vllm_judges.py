@@ -5,11 +5,8 @@ as a counted parse failure."""
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 
 import pytest
 import ray
@@ -18,16 +15,11 @@ from arena_verl.judge import Trace
 from arena_verl.judge.openai_backend import OpenAIJudge
 from arena_verl.judge.vllm_backend import VLLMJudge
 from arena_verl.settings import JudgeSettings
-from arena_verl.toy import build_toy_model
+from helpers.vllm_server import KEY, SERVED
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 COMMON = dict(max_new_tokens=16, timeout_s=120.0, retries=1, backoff_s=0.5, parse_retries=1, dtype="float32",
               max_model_len=4096, max_trace_tokens=512)  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def toy_model(tmp_path_factory):
-    return str(build_toy_model(tmp_path_factory.mktemp("toy-vllm")))
 
 
 @pytest.fixture(scope="module")
@@ -69,42 +61,10 @@ def test_a_dead_engine_is_replaced_and_the_call_retried(toy_model, ray_cpu):
     assert judge.replaced_engines == 1 and judge.stats.errors >= 1 and judge.stats.parse_failures >= 1
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def vllm_server(toy_model):
-    port = free_port()
-    command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", toy_model,
-               "--served-model-name", "toy-judge", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-               "--max-model-len", "4096"]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 600
-    while time.time() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"vllm serve exited: {process.stderr.read()[-3000:]}")
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            time.sleep(2)
-    else:
-        process.kill()
-        raise RuntimeError("vllm serve did not become healthy in 600 s")
-    yield f"http://127.0.0.1:{port}/v1"
-    process.terminate()
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-
-
-def test_openai_judge_against_vllm_serve(vllm_server):
-    settings = JudgeSettings(backend="openai", base_url=vllm_server, model_path="toy-judge", **COMMON)
+def test_openai_judge_against_vllm_serve(server, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    common = {**COMMON, "max_model_len": 2048}  # the server's
+    settings = JudgeSettings(backend="openai", base_url=server, model_path=SERVED, **common)
     judge = OpenAIJudge(settings)
 
     async def scenario():
