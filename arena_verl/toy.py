@@ -92,11 +92,20 @@ def build_toy_model(path: Path, seed: int = 0) -> Path:
     """A tiny Qwen2 causal LM with RANDOM weights beside the toy tokenizer (head_dim 64, which vLLM's CPU backend
     needs). It generates real tokens through real engines; its verdicts are noise, so it tests plumbing only."""
     import torch
-    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+    from transformers import AutoTokenizer, Qwen2ForCausalLM
 
     build_toy_tokenizer(path)
     tokenizer = AutoTokenizer.from_pretrained(str(path))
-    config = Qwen2Config(
+    torch.manual_seed(seed)
+    Qwen2ForCausalLM(_toy_config(tokenizer, tie_word_embeddings=True)).to(torch.float32).save_pretrained(str(path))
+    return path
+
+
+def _toy_config(tokenizer, tie_word_embeddings: bool):
+    """The toy models' Qwen2 shape (2 layers, hidden 128, head_dim 64: vLLM-CPU refuses 16)."""
+    from transformers import Qwen2Config
+
+    return Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=128,
         intermediate_size=256,
@@ -108,11 +117,8 @@ def build_toy_model(path: Path, seed: int = 0) -> Path:
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.eos_token_id,
-        tie_word_embeddings=True,
+        tie_word_embeddings=tie_word_embeddings,
     )
-    torch.manual_seed(seed)
-    Qwen2ForCausalLM(config).to(torch.float32).save_pretrained(str(path))
-    return path
 
 
 # The two answers of the coin-flip policy, each one token of its tokenizer.
@@ -131,27 +137,14 @@ def build_coin_flip_model(path: Path, seed: int = 0) -> Path:
     row is the same vector, so the last hidden state is the same at every position; the untied output layer maps it
     to the two answer tokens only. Training moves these weights like any others (plumbing, not a model)."""
     import torch
-    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+    from transformers import AutoTokenizer, Qwen2ForCausalLM
 
     build_toy_tokenizer(path)
     tokenizer = AutoTokenizer.from_pretrained(str(path))
     tokenizer.add_tokens([f"Answer: {answer}\n" for answer in COIN_FLIP_ANSWERS])
     tokenizer.save_pretrained(str(path))
     answer_ids = tokenizer.convert_tokens_to_ids([f"Answer: {answer}\n" for answer in COIN_FLIP_ANSWERS])
-    config = Qwen2Config(
-        vocab_size=len(tokenizer),
-        hidden_size=128,
-        intermediate_size=256,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        head_dim=64,
-        max_position_embeddings=8192,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.eos_token_id,
-        tie_word_embeddings=False,
-    )
+    config = _toy_config(tokenizer, tie_word_embeddings=False)
     torch.manual_seed(seed)
     model = Qwen2ForCausalLM(config).to(torch.float32)
     with torch.no_grad():
