@@ -41,7 +41,7 @@ also takes ``max_colocate_count`` CPUs), custom resources and node labels, accel
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,17 +85,10 @@ class Demand:
         return f"{self.name} ({self.bundles} x {self.gpus} GPUs)"
 
 
-def _select(config: Any, dotted: str) -> Any:
-    node = config
-    for part in dotted.split("."):
-        if node is None:
-            return None
-        node = node.get(part) if isinstance(node, Mapping) or hasattr(node, "get") else getattr(node, part, None)
-    return node
-
-
 def _int(config: Any, dotted: str) -> int:
-    value = _select(config, dotted)
+    from arena_verl.settings import config_value
+
+    value = config_value(config, dotted)
     return int(value) if value is not None else 0
 
 
@@ -103,7 +96,7 @@ def demands_from_config(config: Any) -> list[Demand]:
     """The run's GPU bundles from a composed verl config, in the order they are placed (trainer, verl reward model,
     distillation teacher, judge engines). Only the ``vllm`` judge backend places engines in the cluster; the others
     run outside it (``openai``: a server; ``verl``'s reward model: its pool above) or on the reward worker's CPU."""
-    from arena_verl.settings import settings_from_config
+    from arena_verl.settings import config_value, settings_from_config
 
     demands = []
     nodes, per_node = _int(config, "trainer.nnodes"), _int(config, "trainer.n_gpus_per_node")
@@ -118,7 +111,9 @@ def demands_from_config(config: Any) -> list[Demand]:
                 kind="trainer",
             )
         )
-    if _select(config, "reward.reward_model.enable") and _select(config, "reward.reward_model.enable_resource_pool"):
+    if config_value(config, "reward.reward_model.enable") and config_value(
+        config, "reward.reward_model.enable_resource_pool"
+    ):
         nodes = _int(config, "reward.reward_model.nnodes")
         per_node = _int(config, "reward.reward_model.n_gpus_per_node")
         if nodes > 0 and per_node > 0:
@@ -132,7 +127,7 @@ def demands_from_config(config: Any) -> list[Demand]:
                     kind="reward_model",
                 )
             )
-    if _select(config, "distillation.enabled"):
+    if config_value(config, "distillation.enabled"):
         nodes, per_node = _int(config, "distillation.nnodes"), _int(config, "distillation.n_gpus_per_node")
         if nodes > 0 and per_node > 0:
             demands.append(

@@ -16,7 +16,7 @@ from typing import Any
 from .tournament import FAILURE_POLICIES, STRATEGIES
 from .verify import EXTRACTION_MODES
 
-__all__ = ["MODES", "JUDGE_BACKENDS", "JudgeSettings", "ArenaSettings", "settings_from_config"]
+__all__ = ["MODES", "JUDGE_BACKENDS", "JudgeSettings", "ArenaSettings", "settings_from_config", "config_value"]
 
 MODES = ("rlvr", "pointwise", "tournament_all", "adaptive_pointwise", "arena")
 # The strategy of a mode when reward.arena.strategy is null: the paper's ArenaRL baseline is a full round robin.
@@ -127,7 +127,7 @@ class ArenaSettings:
 
 def settings_from_config(config: Any) -> ArenaSettings:
     """Read ``config.reward.arena`` (absent = all defaults) and ``actor_rollout_ref.rollout.n``."""
-    arena = _select(config, "reward.arena")
+    arena = config_value(config, "reward.arena")
     raw = _to_plain(arena) if arena is not None else {}
     if not isinstance(raw, Mapping):
         raise ValueError(f"{_PREFIX} must be a mapping, got {raw!r}")
@@ -137,12 +137,12 @@ def settings_from_config(config: Any) -> ArenaSettings:
     judge = _build(JudgeSettings, judge_raw, f"{_PREFIX}.judge")
     settings = _build(ArenaSettings, {k: v for k, v in raw.items() if k != "judge"}, _PREFIX, judge=judge)
     if settings.group_size == 0:
-        rollout_n = _select(config, "actor_rollout_ref.rollout.n")
+        rollout_n = config_value(config, "actor_rollout_ref.rollout.n")
         if rollout_n is None:
             raise ValueError(f"{_PREFIX}.group_size is 0 and actor_rollout_ref.rollout.n is not set")
         settings = dataclasses.replace(settings, group_size=int(rollout_n))
     if settings.advantage_norm_by_std is None:
-        norm = _select(config, "algorithm.norm_adv_by_std_in_grpo")
+        norm = config_value(config, "algorithm.norm_adv_by_std_in_grpo")
         settings = dataclasses.replace(settings, advantage_norm_by_std=True if norm is None else bool(norm))
     validate(settings)
     return settings
@@ -291,7 +291,8 @@ def _coerce(key: str, value: Any, hint: Any) -> Any:
     return kind(value) if kind in (int, float) else value
 
 
-def _select(config: Any, dotted: str) -> Any:
+def config_value(config: Any, dotted: str) -> Any:
+    """``config``'s value at a dotted key (a DictConfig, a mapping or attributes), or None where a part is missing."""
     node = config
     for part in dotted.split("."):
         if node is None:
