@@ -112,7 +112,8 @@ class GenerationBound:
         batch = self.train_batch_size
         text = (
             f"has generated {round(generated / batch, 2):g} batches ({generated} prompts, "
-            f"{generated * self.group_size} rollouts: its first batch and {self._refills} refills of "
+            f"{generated * self.group_size} rollouts: its first batch and {self._refills} "
+            f"refill{'' if self._refills == 1 else 's'} of "
             f"{self._refilled} prompts in all)"
         )
         figures = None

@@ -36,6 +36,8 @@ def test_a_warning_per_further_batch_and_an_error_past_the_limit(caplog):
     assert "groups kept so far unknown" in message
     levels = [r.levelno for r in caplog.records if r.name == "arena_verl.dapo_bound"]
     assert levels == [logging.WARNING] * 3 + [logging.ERROR]
+    single = GenerationBound(128, 8, max_num_gen_batches=0, label="rlvr_dapo", figures=lambda step: None)
+    assert "its first batch and 1 refill of 128 prompts" in single.before_refill(3, 128)
 
 
 def test_without_a_limit_only_warnings_and_each_step_counts_afresh():
