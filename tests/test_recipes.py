@@ -8,6 +8,7 @@ import os
 import shlex
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -433,3 +434,26 @@ def test_a_verl_served_judge_that_would_sleep_for_good_is_refused(tmp_path):
     assert recipe.main(["show", "--config-name", "arena_live", *overrides]) == 2  # verl's default: free_cache_engine
     awake = "reward.reward_model.rollout.free_cache_engine=False"
     assert recipe.main(["show", "--config-name", "arena_live", *overrides, awake]) == 0
+
+
+def test_a_judge_address_written_while_the_recipe_waits_is_the_one_it_uses(tmp_path):
+    """The judge job publishes its URL file after the training job started: the recipe waits, probes, and puts the
+    address into its command (also when the body runs from `bash -c`, as recipes/smoke_1gpu.sh runs it)."""
+    from helpers.loopback_judge import LoopbackJudge
+
+    url_file = tmp_path / "judge_url"
+    body = REPO / "recipes" / "lib" / "experiment.sh"
+    with LoopbackJudge(api_key="k") as judge:
+        publish = threading.Timer(2.0, lambda: url_file.write_text(judge.url + "\n"))
+        publish.start()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("JUDGE_", "RAY_ADDRESS", "SETTING"))}
+        env.update(PYTHON=sys.executable, MODELS_DIR=str(tmp_path), DATA_DIR=str(tmp_path), RUN_DIR=str(tmp_path / "r"))
+        env.update(JUDGE_PLACEMENT="serve", JUDGE_URL_FILE=str(url_file), JUDGE_API_KEY="k", RECIPE_NO_EXEC="1")
+        try:
+            result = subprocess.run(["bash", "-c", f"source {body}; experiment_main arena_live"], capture_output=True,
+                                    text=True, env=env, timeout=120)  # fmt: skip
+        finally:
+            publish.cancel()
+    # Past the wait, the pre-flight shows the composed config (then refuses the missing data: nothing trains here).
+    assert f"reward.arena.judge.base_url={judge.url}" in result.stdout, result.stdout[-2000:] + result.stderr
+    assert result.returncode == 2 and "error: data.train_files" in result.stderr

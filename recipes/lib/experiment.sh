@@ -295,8 +295,14 @@ experiment_main() {
     local url
     url=$(_wait_for_judge "$python" "$judge_url" "$judge_url_file" "${JUDGE_WAIT_S:-3900}" \
           "${JUDGE_SERVED_NAME:-judge}") || exit 2
-    # The judge job wrote its address meanwhile: run again with it in the command.
-    if [ "$url" != "$judge_url" ]; then exec env JUDGE_URL="$url" bash "$0" "$@"; fi
+    # The judge job wrote its address meanwhile: it replaces the placeholder in the command (and in the check).
+    if [ "$url" != "$judge_url" ]; then
+      local i
+      for i in "${!cmd[@]}"; do
+        [[ "${cmd[$i]}" != reward.arena.judge.base_url=* ]] || cmd[i]="reward.arena.judge.base_url=$(_hq "$url")"
+      done
+      show=("$python" -m arena_verl.recipe show --config-name "$experiment" "${cmd[@]:5}")
+    fi
   fi
   if [ "$setting" = cpu ]; then
     _cpu_assets "$python" "$([ -n "${MODEL_PATH:-}" ] || echo "$model_path")" \
