@@ -457,3 +457,11 @@ def test_a_judge_address_written_while_the_recipe_waits_is_the_one_it_uses(tmp_p
     # Past the wait, the pre-flight shows the composed config (then refuses the missing data: nothing trains here).
     assert f"reward.arena.judge.base_url={judge.url}" in result.stdout, result.stdout[-2000:] + result.stderr
     assert result.returncode == 2 and "error: data.train_files" in result.stderr
+
+
+def test_a_cpu_platform_left_in_the_shell_does_not_reach_a_gpu_run(tmp_path):
+    result = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL="http://judge:8000/v1", VERL_PLATFORM="cpu",
+                        VERL_USE_EXTERNAL_MODULES="arena_verl.cpu")  # fmt: skip
+    assert result.returncode == 0 and "VERL_PLATFORM=cpu is set but SETTING=node8" in result.stderr
+    environment = result.stdout.split("# command")[0]
+    assert "VERL_PLATFORM" not in environment and "VERL_USE_EXTERNAL_MODULES" not in environment

@@ -269,7 +269,12 @@ experiment_main() {
   if [ -n "${JUDGE_API_KEY:-}" ]; then export OPENAI_API_KEY=$JUDGE_API_KEY; fi
   # CUDA_DEVICE_MAX_CONNECTIONS is left alone: verl sets it for Megatron itself, and FSDP must not have it.
   export TORCH_NCCL_AVOID_RECORD_STREAMS=1 PYTHONUNBUFFERED=1
-  [ "$setting" != cpu ] || cpu_platform_env
+  if [ "$setting" = cpu ]; then
+    cpu_platform_env
+  elif [ "${VERL_PLATFORM:-}" = cpu ]; then  # left in the shell by a CPU run: verl would train on the CPU platform
+    _warn "VERL_PLATFORM=cpu is set but SETTING=$setting: unset for this run"
+    unset VERL_PLATFORM VERL_USE_EXTERNAL_MODULES
+  fi
   local -a show=("$python" -m arena_verl.recipe show --config-name "$experiment" "${cmd[@]:5}")
 
   if [ "$dry_run" = 1 ]; then
