@@ -154,19 +154,15 @@ def referee_figures(settings, timeout_s: float = _FIGURES_TIMEOUT_S) -> Figures:
     return figures
 
 
-def _get(node: Any, *path: str, default: Any = None) -> Any:
-    for key in path:
-        try:
-            node = node.get(key)
-        except Exception:  # noqa: BLE001  (a missing section of a plain dict or DictConfig)
-            return default
-        if node is None:
-            return default
-    return node
+def _get(config: Any, key: str, default: Any = None) -> Any:
+    from .settings import config_value
+
+    value = config_value(config, key)
+    return default if value is None else value
 
 
 def filter_groups_enabled(config: Any) -> bool:
-    return bool(_get(config, "algorithm", "filter_groups", "enable", default=False))
+    return bool(_get(config, "algorithm.filter_groups.enable", default=False))
 
 
 def bound_from_config(config: Any) -> GenerationBound | None:
@@ -175,9 +171,9 @@ def bound_from_config(config: Any) -> GenerationBound | None:
         return None
     from .settings import settings_from_config
 
-    max_batches = int(_get(config, "algorithm", "filter_groups", "max_num_gen_batches", default=0) or 0)
-    train_batch_size = int(_get(config, "data", "train_batch_size"))
-    group_size = int(_get(config, "actor_rollout_ref", "rollout", "n"))
+    max_batches = int(_get(config, "algorithm.filter_groups.max_num_gen_batches", default=0) or 0)
+    train_batch_size = int(_get(config, "data.train_batch_size"))
+    group_size = int(_get(config, "actor_rollout_ref.rollout.n"))
     try:
         settings = settings_from_config(config)
     except Exception as exc:  # noqa: BLE001  (bad settings are reported by the reward manager itself)

@@ -145,8 +145,11 @@ def path_problems(config) -> list[str]:
         problems.append(f"reward.arena.judge.model_path: {judge.model_path} does not exist")
     # A tokenizer the judge cannot load fails inside the referee actor, where every group would fall back silently.
     tokenizer = judge.tokenizer if judge.backend == "openai" else None
-    if tokenizer and _looks_local(tokenizer) and not Path(tokenizer).expanduser().is_dir():
-        problems.append(f"reward.arena.judge.tokenizer: {tokenizer} is not a folder")
+    if tokenizer:
+        from arena_verl.judge.openai_backend import looks_local  # the judge's own rule for "a folder, not a hub id"
+
+        if looks_local(tokenizer) and not Path(tokenizer).expanduser().is_dir():
+            problems.append(f"reward.arena.judge.tokenizer: {tokenizer} is not a folder")
     if _select(config, "reward.reward_model.enable"):
         rm_path = _select(config, "reward.reward_model.model_path")
         if not rm_path or not Path(str(rm_path)).expanduser().exists():

@@ -36,7 +36,6 @@ from .settings import ArenaSettings, settings_from_config
 from .validation_signal import VALIDATE_KEY
 from .verify import STATUSES, MathVerifier, VerifyResult, ground_truth_text
 from .verl_judge_placement import check_verl_placement
-from .verl_rules import reward_loop_concurrency_problems
 
 logger = logging.getLogger(__name__)
 _UNAVAILABLE_PATIENCE_S = 120.0  # how long a sample waits for a restarting referee
@@ -71,11 +70,6 @@ class ArenaRewardManager(RewardManagerBase):
                  **kwargs):  # fmt: skip
         super().__init__(config, tokenizer, compute_score)
         self.settings: ArenaSettings = _with_verl_router(settings_from_config(config), config, reward_router_address)
-        # A worker holding more waiting calls than Ray lets an async actor run would queue group members behind
-        # calls that wait for them (the recipes refuse such shapes before anything starts; main_ppo users meet it here).
-        overload = reward_loop_concurrency_problems(config, self.settings.uses_judge)
-        if overload:
-            raise ValueError(overload[0])
         # rlvr: the referee counts the groups for the tracker (log_metrics) and for DAPO's bound on generation
         # batches, whose warnings and error say how many groups of the step were kept (arena_verl.dapo_bound).
         self.observe_rlvr = self.settings.log_metrics or filter_groups_enabled(config)

@@ -39,9 +39,9 @@ RECIPE_OVERRIDES = (
 
 
 def _get(config, key: str, default: Any = None) -> Any:
-    from omegaconf import OmegaConf
+    from .settings import config_value
 
-    value = OmegaConf.select(config, key, default=default, throw_on_missing=False)
+    value = config_value(config, key)
     return default if value is None else value
 
 

@@ -52,6 +52,8 @@ BATCH=${BATCH:-2}
 LR=${LR:-1e-5}
 RESPONSE_LENGTH=${RESPONSE_LENGTH:-32}
 TIMEOUT_S=${TIMEOUT_S:-1500}
+for name in STEPS N BATCH RESPONSE_LENGTH TIMEOUT_S; do _check_int "$name" "${!name}" 1; done
+[ "$LEGACY" = 0 ] || [ "$LEGACY" = 1 ] || _die "LEGACY must be 0 or 1, got '$LEGACY'"
 # Defaults are built on the spot; a path the caller gives must exist (a typo never silently trains a toy model).
 MODEL_PATH=${USER_MODEL:-$OUT_DIR/toy_model}
 TRAIN_FILE=${USER_TRAIN:-$OUT_DIR/data/train.parquet}
@@ -70,16 +72,9 @@ VAL_SPLITS=(test val validation)  # reward.arena.validation_splits (defaults)
 cpu_platform_env
 export VERL_FILE_LOGGER_PATH=$OUT_DIR/metrics.jsonl
 
-# The judge: the vllm backend runs its engine in a Ray actor that asks for a (fake) GPU of its own.
-JUDGE_ARGS=(reward.arena.judge.backend="$JUDGE")
-case "$JUDGE" in
-  simulated) ;;
-  transformers|vllm)
-    [ -n "$JUDGE_MODEL" ] || { echo "JUDGE=$JUDGE needs JUDGE_MODEL (a model folder)" >&2; exit 2; }
-    JUDGE_ARGS+=(reward.arena.judge.model_path="$(_hq "$JUDGE_MODEL")")
-    [ "$JUDGE" = vllm ] && JUDGE_ARGS+=(ray_kwargs.ray_init.num_gpus=2 reward.arena.judge.max_model_len=2048) ;;
-  *) echo "JUDGE must be simulated, transformers or vllm, got $JUDGE" >&2; exit 2 ;;
-esac
+# The judge, in the run's own processes (a vllm engine in a Ray actor asks for a fake GPU of its own).
+JUDGE_ARGS=()
+local_judge_overrides JUDGE_ARGS "$JUDGE" "$JUDGE_MODEL" cpu
 
 VAL_FILE_USED=$VAL_FILE
 if [ -f "$VAL_FILE" ]; then

@@ -52,6 +52,10 @@ def assets(tmp_path_factory):
     coin = build_coin_flip_model(root / "coin_flip_model")
     coin_train, coin_val = root / "coin_train.parquet", root / "coin_val.parquet"
     make_coin_flip_data(coin_train, rows=16, split="train")
+    # The first question has an answer the coin never gives: its group is uniform (all wrong) and DAPO discards it.
+    frame = pd.read_parquet(coin_train)
+    frame.at[0, "reward_model"] = {**frame.at[0, "reward_model"], "ground_truth": "3"}
+    frame.to_parquet(coin_train)
     make_coin_flip_data(coin_val, rows=2, split="test")
     return {"root": root, "model": model, "train": train, "val": val, "coin_model": coin, "coin_train": coin_train,
             "coin_val": coin_val}  # fmt: skip
@@ -150,13 +154,14 @@ def assert_arena_step(step: dict, calls_per_group: int) -> None:
     assert step["arena/judge_calls_per_routed_group"] == calls_per_group
     # Sample utilisation: RLVR would have given every sample a zero advantage; the arena gave none a zero one.
     assert step["arena/nonzero_advantage_share_rlvr"] == 0.0
-    # The loopback judge orders traces transitively, the simulated one by hidden qualities: a group's strengths differ,
-    # unless paced's completion grace cancelled calls and left too few verdicts to tell its traces apart.
-    assert step["arena/nonzero_advantage_share"] == 1.0 or step["arena/judge_calls_dropped"] > 0
-    assert step["arena/mean_abs_advantage"] > 0.45 and step["arena/alpha"] == 1.0
-    assert 0.0 <= step["arena/first_position_win_share"] <= 1.0
+    assert step["arena/alpha"] == 1.0 and 0.0 <= step["arena/first_position_win_share"] <= 1.0
+    # The loopback judge orders traces transitively, the simulated one by hidden qualities: every group's strengths
+    # differ, unless paced's completion grace cancelled calls and left too few verdicts to tell its traces apart.
+    if step["arena/judge_calls_dropped"] == 0:
+        assert step["arena/nonzero_advantage_share"] == 1.0 and step["arena/mean_abs_advantage"] > 0.45
     # GRPO's std-normalised advantage of a non-constant group of 4 reaches at least 0.5 on both sides ([1, 1, 1, 0] has
-    # max exactly 0.5 minus the epsilon), so 0.45 separates "the tournament spread the group" from all-zero advantages.
+    # max exactly 0.5 minus the epsilon), so 0.45 separates "the tournament spread a group" from all-zero advantages.
+    assert step["arena/nonzero_advantage_share"] > 0.0
     assert step["critic/advantages/max"] > 0.45 and step["critic/advantages/min"] < -0.45
     assert 0.0 <= step["arena/tail_after_last_sample_s"] < 60.0
 
@@ -191,9 +196,10 @@ def assert_rollout_in_sync(step: dict) -> None:
 
 
 def assert_served(served_calls: int, steps: list[dict]) -> None:
+    """Every judge call the fit used was answered by the server (a retried call may be answered twice)."""
     calls = sum(s["arena/judge_calls"] for s in steps)
     dropped = sum(s["arena/judge_calls_dropped"] for s in steps)
-    assert 0 < calls - dropped <= served_calls <= calls
+    assert 0 < calls - dropped <= served_calls
     assert sum(s["arena/judge_failures"] for s in steps) == 0
 
 
@@ -206,7 +212,7 @@ def judge_server():
 @pytest.fixture(scope="module")
 def paced_run(assets, judge_server):
     """Two steps of arena_paced against the served judge; the judge's address appears in its URL file only after the
-    recipe has started waiting (the recipe then runs itself again with the address in its command)."""
+    recipe has started waiting (the recipe then puts the address into its command)."""
     run_dir = assets["root"] / "paced"
     url_file = assets["root"] / "judge_url"
     publish = threading.Timer(12.0, lambda: url_file.write_text(judge_server.url + "\n"))
@@ -302,9 +308,10 @@ def test_legacy_trainer_with_sharded_referees_keeps_the_rollout_in_sync(assets, 
 
 def test_rlvr_dapo_recipe_keeps_mixed_groups_and_completes_its_steps(assets, tmp_path):
     """DAPO's replay buffer keeps only groups whose verifier outcomes differ. The coin-flip policy gives mixed groups
-    (probability 7/8 at N=4), so steps complete; uniform groups are discarded, regenerated and counted."""
+    (probability 7/8 at N=4), so steps complete; uniform groups are discarded, regenerated and counted. The data are
+    read in order and their first question is one the coin never answers: step 1 discards at least that group."""
     summary, attempt = recipe_run(
-        "rlvr_dapo", tmp_path / "dapo", "trainer.val_before_train=False",
+        "rlvr_dapo", tmp_path / "dapo", "trainer.val_before_train=False", "data.shuffle=False",
         TOTAL_STEPS="2", SAVE_FREQ="-1", TEST_FREQ="-1", MODEL_PATH=str(assets["coin_model"]),
         TRAIN_FILES=str(assets["coin_train"]), VAL_FILES=str(assets["coin_val"]),
     )  # fmt: skip
@@ -321,3 +328,5 @@ def test_rlvr_dapo_recipe_keeps_mixed_groups_and_completes_its_steps(assets, tmp
         assert discarded % N == 0 and step["arena/generations"] == BATCH * N + discarded
         for reason in ("deadline", "judge_error", "referee_lost", "overflow", "late"):
             assert step[f"arena/fallback_{reason}"] == 0, reason
+    # verl's replay buffer discarded and regenerated: the unanswerable question's group at least, in step 1.
+    assert summary["steps"][0]["arena/generations_discarded"] >= N

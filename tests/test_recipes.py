@@ -281,23 +281,36 @@ def test_run_time_rules_name_the_keys():
     assert rules() == []
     # The review's case: node8's old batch (128 prompts, mini-batch 32) on its 6-GPU share.
     (mini,) = rules("data.train_batch_size=128", "actor_rollout_ref.actor.ppo_mini_batch_size=32")
-    assert "256 samples per mini-batch do not divide by the actor's data-parallel size 6" in mini
-    # A batch that is not a multiple of the mini-batch: verl's V1 trainer pads it with dummy samples every step.
+    assert "actor_rollout_ref.actor.ppo_mini_batch_size 32 x actor_rollout_ref.rollout.n 8 = 256 samples" in mini
+    assert "do not divide by the data-parallel size 6" in mini
+    # The critic's mini-batches are split the same way (a GAE run has one).
+    (critic,) = rules("algorithm.adv_estimator=gae", "critic.ppo_mini_batch_size=7")
+    assert critic.startswith("critic.ppo_mini_batch_size 7 x actor_rollout_ref.rollout.n 8 = 56 samples")
+    # A batch that is not a multiple of the mini-batch: verl's V1 trainer pads it with dummy samples every step
+    # (the legacy trainer does not pad).
     (padding,) = rules("data.train_batch_size=100")
     assert "pads every batch to 960 (160 dummy samples a step)" in padding
+    assert rules("data.train_batch_size=100", "trainer.use_v1=False") == []
     # Ulysses sequence parallelism shrinks the data-parallel size.
     assert rules("actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=2") == []
     (ulysses,) = rules("actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size=4")
     assert "ulysses_sequence_parallel_size 4" in ulysses
-    # The rollout's replicas must tile the trainer's GPUs.
+    # The rollout's replicas must tile the trainer's GPUs and its nodes (verl asserts a multi-node replica is whole
+    # nodes; a smaller one would straddle two).
     (replicas,) = rules("actor_rollout_ref.rollout.tensor_model_parallel_size=4")
     assert "6 GPUs, which do not split into vLLM replicas of 4 GPUs" in replicas
+    (straddles,) = rules("trainer.nnodes=2", "actor_rollout_ref.rollout.tensor_model_parallel_size=4")
+    assert "replicas of 4 GPUs" in straddles and "do not tile the trainer's nodes of 6 GPUs" in straddles
+    (partial_nodes,) = rules("trainer.nnodes=4", "actor_rollout_ref.rollout.tensor_model_parallel_size=8")
+    assert "do not tile the trainer's nodes of 6 GPUs" in partial_nodes
+    assert rules("trainer.nnodes=2", "actor_rollout_ref.rollout.tensor_model_parallel_size=3") == []
     # verl's reward-model pool: its engines must fit its nodes.
     pool = ["reward.reward_model.enable=True", "reward.reward_model.enable_resource_pool=True",
-            "reward.reward_model.n_gpus_per_node=2"]  # fmt: skip
+            "reward.reward_model.nnodes=1", "reward.reward_model.n_gpus_per_node=2"]  # fmt: skip
     assert rules(*pool, "reward.reward_model.rollout.tensor_model_parallel_size=2") == []
     (judge_tp,) = rules(*pool, "reward.reward_model.rollout.tensor_model_parallel_size=4")
-    assert "tensor_model_parallel_size 4" in judge_tp and "one engine must fit on a node" in judge_tp
+    assert "verl's reward-model pool" in judge_tp and "replicas of 4 GPUs" in judge_tp
+    assert rules("reward.num_workers=0") == ["reward.num_workers must be >= 1, got 0"]
 
 
 def test_reward_workers_are_not_asked_for_more_concurrent_calls_than_ray_allows():
@@ -387,7 +400,12 @@ def test_the_cpu_smoke_recipe_is_the_cpu_setting_on_arena_ppo(tmp_path):
     [({"TRAIN_FILES": "/data/a.parquet\n/data/b.parquet"}, "TRAIN_FILES contains a newline"),
      ({"VAL_FILES": "/data/a.parquet,/data/\tb.parquet"}, "VAL_FILES contains a newline or another control"),
      ({"KEEP_CHECKPOINTS": "0"}, "KEEP_CHECKPOINTS must be >= 1 or -1"),
-     ({"JUDGE_WAIT_S": "soon"}, "JUDGE_WAIT_S must be an integer")],
+     ({"JUDGE_WAIT_S": "soon"}, "JUDGE_WAIT_S must be an integer"),
+     ({"DATA_DIR": "/da\nta"}, "DATA_DIR contains a newline"),
+     ({"RUN_DIR": "/runs/a,b"}, "RUN_DIR must not contain a comma"),
+     ({"JUDGE_URL": "-h"}, "JUDGE_URL must be an http(s) address"),
+     ({"JUDGE_URL": "http://judge:8000/v1'"}, "JUDGE_URL must be an http(s) address"),
+     ({"JUDGE_API_KEY": "ab\ncd"}, "JUDGE_API_KEY contains a newline")],
 )  # fmt: skip
 def test_values_that_would_silently_change_the_run_are_refused(env, message, tmp_path):
     result = run_recipe("arena_live", tmp_path, "--dry-run", **env)
@@ -465,3 +483,17 @@ def test_a_cpu_platform_left_in_the_shell_does_not_reach_a_gpu_run(tmp_path):
     assert result.returncode == 0 and "VERL_PLATFORM=cpu is set but SETTING=node8" in result.stderr
     environment = result.stdout.split("# command")[0]
     assert "VERL_PLATFORM" not in environment and "VERL_USE_EXTERNAL_MODULES" not in environment
+
+
+def test_a_judge_url_file_is_trimmed_and_checked_and_dollars_in_paths_stay_literal(tmp_path):
+    url_file = tmp_path / "judge_url"
+    url_file.write_text("http://10.0.0.7:8000/v1 \r\n")
+    train = tmp_path / "data" / "a${oc.env:HOME}.parquet"
+    ready = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL_FILE=str(url_file), TRAIN_FILES=str(train))
+    assert ready.returncode == 0, ready.stderr
+    config = recipe.compose_experiment(*overrides_of(command_of(ready.stdout)))
+    assert config.reward.arena.judge.base_url == "http://10.0.0.7:8000/v1"
+    assert list(config.data.train_files) == [str(train)]  # not interpolated by Hydra
+    url_file.write_text("--help\n")
+    refused = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL_FILE=str(url_file))
+    assert refused.returncode == 2 and "must be an http(s) address" in refused.stderr

@@ -33,7 +33,7 @@ class OpenAIJudge(ModelJudge):
                 special_tokens=special_token_strings(tokenizer),
             )
         self.tokenizer = tokenizer
-        base = settings.base_url.rstrip("/")
+        base = settings.base_url.strip().rstrip("/")
         self.url = base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
         self.api_key = os.environ.get(settings.api_key_env, "")
         self._session = None
@@ -84,7 +84,7 @@ def judge_tokenizer(settings: JudgeSettings):
         return _local_tokenizer(settings.model_path)
     key = "reward.arena.judge.tokenizer"
     path = Path(name).expanduser()
-    if _looks_local(name) and not path.is_dir():
+    if looks_local(name) and not path.is_dir():
         raise ValueError(f"{key}={name!r}: {'not a folder' if path.exists() else 'no such folder'}")
     try:
         from transformers import AutoTokenizer
@@ -109,7 +109,7 @@ def byte_budget_warning(settings: JudgeSettings) -> str:
     )
 
 
-def _looks_local(name: str) -> bool:
+def looks_local(name: str) -> bool:
     """A path rather than a hub id (``org/name``): absolute, ``./``, ``../``, ``~``, or there on disk."""
     return name.startswith(("/", ".", "~")) or os.path.exists(name)
 

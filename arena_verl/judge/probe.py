@@ -142,9 +142,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.timeout > 0:
         parser.error("--timeout must be > 0")
-    result = probe(
-        args.url, os.environ.get(args.api_key_env) or None, args.timeout, args.expect_model, args.api_key_env
-    )
+    key = os.environ.get(args.api_key_env) or None
+    try:
+        result = probe(args.url, key, args.timeout, args.expect_model, args.api_key_env)
+    except Exception as exc:  # noqa: BLE001  (any other failure is a setting to fix: never "not up yet")
+        # The exception's text may quote the request's headers (the key among them): with a key, its type only.
+        reason = type(exc).__name__ if key else f"{type(exc).__name__}: {exc}"
+        print(f"error: cannot probe the judge at {args.url!r}: {reason}", file=sys.stderr)
+        return NEVER
     if result.code == UP:
         print("\n".join(result.models))
     else:

@@ -50,8 +50,10 @@ _abs_list() {  # a comma-separated list of paths, each made absolute
   for item in "${items[@]}"; do out+="${out:+,}$(_abs "$item")"; done
   printf '%s' "$out"
 }
-_hq() {  # a Hydra-quoted string: '...' with ' escaped, so '=', ',', spaces and quotes in paths survive
-  printf "'%s'" "${1//\'/\\\'}"
+_hq() {  # a Hydra-quoted string: '...' with ' escaped (and ${, which Hydra would interpolate inside quotes), so
+  # '=', ',', spaces, quotes and dollars in paths survive
+  local text=${1//\'/\\\'}
+  printf "'%s'" "${text//\$\{/\\\$\{}"
 }
 _hydra_list() {  # a,b -> ['a','b'] (the list is comma-separated, so a path in it cannot contain a comma)
   local out="" item
@@ -86,6 +88,24 @@ cpu_platform_env() {
   export VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=1 TOKENIZERS_PARALLELISM=false RAY_AUTH_MODE=disabled
   export RAY_ADDRESS=local
 }
+# local_judge_overrides ARRAY JUDGE MODEL SETTING: append to ARRAY the overrides of a judge in the run's own
+# processes (JUDGE_PLACEMENT=local, recipes/cpu_smoke.sh): simulated, or transformers / vllm with a model folder.
+local_judge_overrides() {
+  local -n into=$1
+  local judge=$2 model=$3 setting=$4
+  case "$judge" in
+    simulated) ;;
+    transformers|vllm)
+      [ -n "$model" ] || _die "JUDGE=$judge needs JUDGE_MODEL (a model folder)"
+      into+=(reward.arena.judge.model_path="$(_hq "$model")")
+      # A vllm judge engine in a Ray actor asks for a (fake, on CPU) GPU of its own.
+      if [ "$judge" = vllm ] && [ "$setting" = cpu ]; then
+        into+=(ray_kwargs.ray_init.num_gpus=2 reward.arena.judge.max_model_len=2048)
+      fi ;;
+    *) _die "JUDGE must be simulated, transformers or vllm, got '$judge'" ;;
+  esac
+  into+=(reward.arena.judge.backend="$judge")
+}
 # The toy assets SETTING=cpu defaults to, built where they are missing: a RANDOM-weight toy policy, 64 training and
 # 4 validation arithmetic problems.
 _cpu_assets() {
@@ -98,17 +118,30 @@ _cpu_assets() {
     "$python" -m arena_verl.data make-arithmetic "$val" --rows 4 --split test --seed 1 >/dev/null
   fi
 }
+# The judge address in a URL file (written by scripts/slurm/judge_serve.sbatch): its first line, trimmed; empty when
+# the file is not there (yet). An address that is not plain http(s) is refused: it would reach Hydra and the judge.
+_url_from_file() {
+  local url=""
+  if [ -r "$1" ]; then url=$(head -n 1 "$1" || true); fi
+  url=${url//[[:space:]]/}
+  [ -z "$url" ] || _check_url "JUDGE_URL_FILE ($1)" "$url"
+  printf '%s' "$url"
+}
+_check_url() {  # name url: an http(s) address without control characters, backslashes or Hydra interpolation
+  _check_plain "$1" "$2"
+  [[ "$2" =~ ^https?://[^[:space:]\'\"\$]+$ ]] || _die "$1 must be an http(s) address (http://host:port/v1), got '$2'"
+}
 # Wait until the served judge answers GET <url>/models (with the key, when there is one); a URL file is re-read on
 # every try (a restarted judge job writes a new address). Prints the address that answered. A server that answers
 # but refuses the key, or is no OpenAI-compatible server, ends the wait at once.
 _wait_for_judge() {
   local python=$1 url=$2 url_file=$3 wait_s=$4 served_name=$5 waited=0 rc why=""
   while true; do
-    if [ -z "${JUDGE_URL:-}" ] && [ -n "$url_file" ]; then url=$(head -n 1 "$url_file" 2>/dev/null || true); fi
+    if [ -z "${JUDGE_URL:-}" ] && [ -n "$url_file" ]; then url=$(_url_from_file "$url_file") || exit 2; fi
     if [ -n "$url" ]; then
       rc=0
-      why=$("$python" -m arena_verl.judge.probe "$url" --timeout 5 --expect-model "$served_name" 2>&1 >/dev/null) \
-        || rc=$?
+      why=$("$python" -m arena_verl.judge.probe --timeout 5 --expect-model "$served_name" \
+              --api-key-env JUDGE_API_KEY -- "$url" 2>&1 >/dev/null) || rc=$?
       case $rc in
         0) printf '%s' "$url"; return 0 ;;
         1) ;;  # not up (yet)
@@ -134,8 +167,13 @@ experiment_main() {
   local setting=${SETTING:-node8}
   local models_dir=${MODELS_DIR:-/models} data_dir=${DATA_DIR:-/data}
   local name value run_dir
-  for name in RUN_DIR MODEL_PATH TRAIN_FILES VAL_FILES JUDGE_MODEL JUDGE_TOKENIZER JUDGE_URL JUDGE_URL_FILE; do
+  for name in RUN_DIR MODELS_DIR DATA_DIR MODEL_PATH TRAIN_FILES VAL_FILES JUDGE_MODEL JUDGE_TOKENIZER JUDGE_URL \
+              JUDGE_URL_FILE JUDGE_API_KEY JUDGE_SERVED_NAME PROJECT_NAME EXPERIMENT_NAME; do
     [ -z "${!name:-}" ] || _check_plain "$name" "${!name}"
+  done
+  # The defaults below are list entries (TRAIN_FILES, VAL_FILES are comma-separated): a comma would split a path.
+  for name in RUN_DIR MODELS_DIR DATA_DIR; do
+    case "${!name:-}" in *,*) _die "$name must not contain a comma: '${!name}'" ;; esac
   done
   run_dir=$(_abs "${RUN_DIR:-./runs/$experiment}")
   local default_policy default_judge default_placement default_tp default_judge_gpus default_val_n=16
@@ -189,8 +227,8 @@ experiment_main() {
     trainer.validation_data_dir="$(_hq "$run_dir/validation")"
     trainer.save_freq="${SAVE_FREQ:-20}" trainer.test_freq="${TEST_FREQ:-20}"
     trainer.logger="${LOGGER:-[console,file]}"
-    trainer.project_name="${PROJECT_NAME:-arena_verl}"
-    trainer.experiment_name="${EXPERIMENT_NAME:-$experiment-$setting}"
+    trainer.project_name="$(_hq "${PROJECT_NAME:-arena_verl}")"
+    trainer.experiment_name="$(_hq "${EXPERIMENT_NAME:-$experiment-$setting}")"
     hydra.run.dir="$(_hq "$run_dir/hydra")"
     # The tracker lives in verl's TaskRunner actor: on a running cluster (RAY_ADDRESS) it sees the job's
     # runtime_env, not this shell's environment.
@@ -209,7 +247,7 @@ experiment_main() {
     none) ;;
     serve)
       if [ -z "$judge_url" ] && [ -n "$judge_url_file" ] && [ -s "$judge_url_file" ]; then
-        judge_url=$(head -n 1 "$judge_url_file")
+        judge_url=$(_url_from_file "$judge_url_file")
       fi
       if [ -z "$judge_url" ]; then
         if [ "$dry_run" = 1 ] || [ -n "$judge_url_file" ]; then
@@ -224,8 +262,12 @@ experiment_main() {
         judge_tokenizer=$judge_model
       fi
       [ -z "$judge_tokenizer" ] || judge_tokenizer=$(_local_or_hub "$judge_tokenizer")
+      [ "$judge_url" = "http://JUDGE_HOST:8000/v1" ] || _check_url JUDGE_URL "$judge_url"
+      # The key is read from JUDGE_API_KEY itself (the judge's api_key_env): nobody's OPENAI_API_KEY goes to a
+      # cluster address, and Ray workers started by `ray start` in the job's environment see it too.
       cmd+=(reward.arena.judge.backend=openai reward.arena.judge.base_url="$(_hq "$judge_url")"
-            reward.arena.judge.model_path="${JUDGE_SERVED_NAME:-judge}")
+            reward.arena.judge.model_path="$(_hq "${JUDGE_SERVED_NAME:-judge}")"
+            reward.arena.judge.api_key_env=JUDGE_API_KEY)
       [ -z "$judge_tokenizer" ] || cmd+=(reward.arena.judge.tokenizer="$(_hq "$judge_tokenizer")") ;;
     ray)
       cmd+=(reward.arena.judge.backend=vllm reward.arena.judge.model_path="$(_hq "$judge_model")"
@@ -247,26 +289,15 @@ experiment_main() {
             reward.custom_reward_function.name=compute_score
             reward.arena.judge.backend=openai reward.arena.judge.base_url=verl) ;;
     local)
-      case "$judge" in
-        simulated) notice="judge: the SIMULATED judge, in the run's own processes (not a model)" ;;
-        transformers|vllm)
-          [ -n "$judge_model" ] || _die "JUDGE=$judge needs JUDGE_MODEL (a model folder)"
-          cmd+=(reward.arena.judge.model_path="$(_hq "$judge_model")")
-          # A vllm judge engine in a Ray actor asks for a (fake, on CPU) GPU of its own.
-          if [ "$judge" = vllm ] && [ "$setting" = cpu ]; then
-            cmd+=(ray_kwargs.ray_init.num_gpus=2 reward.arena.judge.max_model_len=2048)
-          fi ;;
-        *) _die "JUDGE must be simulated, transformers or vllm, got '$judge'" ;;
-      esac
-      cmd+=(reward.arena.judge.backend="$judge") ;;
+      [ "$judge" != simulated ] || notice="judge: the SIMULATED judge, in the run's own processes (not a model)"
+      local_judge_overrides cmd "$judge" "$judge_model" "$setting" ;;
     *) _die "JUDGE_PLACEMENT must be serve, ray, verl or local, got '$placement'" ;;
   esac
   cmd+=(${user_overrides[@]+"${user_overrides[@]}"})
 
   export VERL_FILE_LOGGER_PATH=$metrics_file
-  # The judge server's key (scripts/slurm/judge_serve.sbatch --api-key), for the openai backend's api_key_env and
-  # the readiness probe.
-  if [ -n "${JUDGE_API_KEY:-}" ]; then export OPENAI_API_KEY=$JUDGE_API_KEY; fi
+  # The judge server's key (scripts/slurm/judge_serve.sbatch hands it to vLLM), read by the openai judge and the probe.
+  if [ -n "${JUDGE_API_KEY:-}" ]; then export JUDGE_API_KEY; fi
   # CUDA_DEVICE_MAX_CONNECTIONS is left alone: verl sets it for Megatron itself, and FSDP must not have it.
   export TORCH_NCCL_AVOID_RECORD_STREAMS=1 PYTHONUNBUFFERED=1
   if [ "$setting" = cpu ]; then
