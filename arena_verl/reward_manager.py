@@ -2,12 +2,12 @@
 
 verl 0.9.1 calls ``run_single`` once per sample, on several ``RewardLoopWorker`` actors, while rollout is still
 running. Each call scores its sample with the verifier, hands it to the referee of its group (a Ray actor, see
-:mod:`arena_verl.referee_actor`) and waits for the group's answer.
+:mod:`arena_verl.actors.referee_actor`) and waits for the group's answer.
 
 Data read from each one-row ``DataProto``: ``batch["prompts"|"responses"|"attention_mask"]``;
 ``non_tensor_batch["uid"|"data_source"|"reward_model"|"extra_info"|"raw_prompt"]`` and, when verl's V1 trainer
 sends them, ``"session_id"`` (the sample's index within its group) and ``"global_steps"``; ``"arena_validate"``
-marks a validation sample (added by :mod:`arena_verl.validation_signal`).
+marks a validation sample (added by :mod:`arena_verl.verl_edge.validation_signal`).
 """
 
 from __future__ import annotations
@@ -26,16 +26,16 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
-from . import multiple_choice
-from .dapo_bound import filter_groups_enabled
-from .judge.base import Trace
-from .judge.prompts import task_of
-from .referee import FALLBACK_REFEREE_LOST, Submission, Verdict
-from .referee_actor import forget_referee, referee_handle
-from .settings import ArenaSettings, settings_from_config
-from .validation_signal import VALIDATE_KEY
-from .verify import STATUSES, MathVerifier, VerifyResult, ground_truth_text
-from .verl_judge_placement import check_verl_placement
+from arena_verl.actors.referee_actor import forget_referee, referee_handle
+from arena_verl.core.referee import FALLBACK_REFEREE_LOST, Submission, Verdict
+from arena_verl.judge.base import Trace
+from arena_verl.judge.prompts import task_of
+from arena_verl.settings import ArenaSettings, settings_from_config
+from arena_verl.verify import multiple_choice
+from arena_verl.verify.math_verifier import STATUSES, MathVerifier, VerifyResult, ground_truth_text
+from arena_verl.verl_edge.dapo_bound import filter_groups_enabled
+from arena_verl.verl_edge.judge_placement import check_verl_placement
+from arena_verl.verl_edge.validation_signal import VALIDATE_KEY
 
 logger = logging.getLogger(__name__)
 _UNAVAILABLE_PATIENCE_S = 120.0  # how long a sample waits for a restarting referee
@@ -46,7 +46,7 @@ __all__ = ["ArenaRewardManager", "EXTRA_INFO_KEYS"]
 # validation metrics can average them.
 EXTRA_INFO_KEYS = (
     "arena/verifier_reward",  # the verifier's score
-    "arena/verify_status",  # index into arena_verl.verify.STATUSES
+    "arena/verify_status",  # index into arena_verl.verify.math_verifier.STATUSES
     "arena/validation",  # 1 = validation sample (never judged)
     "arena/routed",  # 1 = the reward came from judge verdicts
     "arena/route",  # 0 verifier, 1 tournament, 2 pointwise
@@ -71,7 +71,7 @@ class ArenaRewardManager(RewardManagerBase):
         super().__init__(config, tokenizer, compute_score)
         self.settings: ArenaSettings = _with_verl_router(settings_from_config(config), config, reward_router_address)
         # rlvr: the referee counts the groups for the tracker (log_metrics) and for DAPO's bound on generation
-        # batches, whose warnings and error say how many groups of the step were kept (arena_verl.dapo_bound).
+        # batches, whose warnings and error say how many groups of the step were kept (arena_verl.verl_edge.dapo_bound).
         self.observe_rlvr = self.settings.log_metrics or filter_groups_enabled(config)
         custom = config.reward.get("custom_reward_function", {}) or {}
         # verl hands us either the user's function or its own default_compute_score. arena-verl's own verifier
@@ -111,7 +111,7 @@ class ArenaRewardManager(RewardManagerBase):
         data_source = str(non_tensor.get("data_source", ""))
         verified = await self._verify(data_source, text, ground_truth, extra_info)
 
-        if VALIDATE_KEY in non_tensor:  # the trainer's own flag (arena_verl.validation_signal): authoritative
+        if VALIDATE_KEY in non_tensor:  # the trainer's own flag (arena_verl.verl_edge.validation_signal): authoritative
             validation = bool(non_tensor[VALIDATE_KEY])
         else:  # paths that do not go through the agent loop's reward call: the caller's flag or the data's split
             validation = bool(data.meta_info.get("validate")) or (

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .tournament import FAILURE_POLICIES, STRATEGIES
-from .verify import EXTRACTION_MODES
+from arena_verl.core.tournament import FAILURE_POLICIES, STRATEGIES
+from arena_verl.verify.math_verifier import EXTRACTION_MODES
 
 __all__ = ["MODES", "JUDGE_BACKENDS", "JudgeSettings", "ArenaSettings", "settings_from_config", "config_value"]
 
@@ -63,7 +63,7 @@ class JudgeSettings:
     gpu_memory_utilization: float = 0.85
     max_model_len: int | None = None
     enable_prefix_caching: bool = True
-    # SIMULATED judge only (tests, benchmarks, CPU demo): see arena_verl.tournament.SimulatedJudge.
+    # SIMULATED judge only (tests, benchmarks, CPU demo): see arena_verl.core.tournament.SimulatedJudge.
     sim_sharpness: float = 1.0
     sim_position_bias: float = 0.0
     sim_tie_rate: float = 0.0
@@ -107,7 +107,9 @@ class ArenaSettings:
     referee_name: str = "arena_referee"
     validation_splits: tuple[str, ...] = ("test", "val", "validation")  # extra_info.split values of validation data
     math_data_sources: tuple[str, ...] = ("math", "gsm8k", "aime", "amc", "olympiad", "numina", "deepscaler")
-    multiple_choice_data_sources: tuple[str, ...] = ("gpqa",)  # scored by arena_verl.multiple_choice (one letter)
+    multiple_choice_data_sources: tuple[str, ...] = (
+        "gpqa",
+    )  # scored by arena_verl.verify.multiple_choice (one letter)
     verifier_timeout_s: float = 10.0
     verifier_workers: int = 1
     answer_extraction: str = "boxed"  # boxed | lenient: a trace without a box is read by math-verify's extraction
@@ -232,7 +234,7 @@ def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
 
 
 def _check_template(key: str, name: str, needed: tuple[str, ...]) -> None:
-    from .judge.prompts import load_template  # the judge package imports these settings
+    from arena_verl.judge.prompts import load_template  # the judge package imports these settings
 
     try:
         text = load_template(name)

@@ -5,10 +5,10 @@ loop (validation samples are marked as such) and the V1 trainer's replay buffer 
 ``VERL_USE_EXTERNAL_PLUGINS=none``) set ``VERL_USE_EXTERNAL_MODULES=arena_verl.verl_plugin``: verl then imports
 this module in every process too."""
 
-from . import reward_manager  # noqa: F401  (registers "arena")
-from .dapo_bound import install_dapo_bound
-from .tracking import install_tracking_hook
-from .validation_signal import install_validation_signal
+from arena_verl import reward_manager  # noqa: F401  (registers "arena")
+from arena_verl.verl_edge.dapo_bound import install_dapo_bound
+from arena_verl.verl_edge.tracking import install_tracking_hook
+from arena_verl.verl_edge.validation_signal import install_validation_signal
 
 install_tracking_hook()
 install_validation_signal()

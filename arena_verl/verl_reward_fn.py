@@ -5,14 +5,14 @@ a reward manager's ``run_single`` only if ``reward.custom_reward_function.path``
 the reward model directly). Point it here to keep arena-verl's verifier:
 ``reward.custom_reward_function.path=pkg://arena_verl.verl_reward_fn reward.custom_reward_function.name=compute_score``.
 The served judge also needs its own pool and ``reward.reward_model.rollout.free_cache_engine=false`` (else verl puts
-it to sleep at start and the streaming reward path never wakes it): see :mod:`arena_verl.verl_judge_placement`.
+it to sleep at start and the streaming reward path never wakes it): see :mod:`arena_verl.verl_edge.judge_placement`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .verify import MathVerifier
+from arena_verl.verify.math_verifier import MathVerifier
 
 __all__ = ["compute_score"]
 

@@ -93,7 +93,7 @@ export CUDA_VISIBLE_DEVICES=${visible%%,*}
 JUDGE_API_KEY=${JUDGE_API_KEY:-$("$PYTHON" -c 'import secrets; print(secrets.token_hex(16))')}
 export JUDGE_API_KEY
 unset VLLM_API_KEY  # only the judge server gets one (below): verl's own rollout server must stay keyless
-smoke() { "$PYTHON" -m arena_verl.gpu_smoke "$@"; }
+smoke() { "$PYTHON" -m arena_verl.tools.gpu_smoke "$@"; }
 
 # ------------------------------------------------------------------------------------------- what the checks run
 # Each check's bound in seconds (cut to what is left of TIMEOUT_S; the training check gets all that is left).
@@ -150,14 +150,14 @@ if [ "$dry_run" = 1 ]; then
   echo "# the checks, in order, each under its bound (s) within TIMEOUT_S=$timeout_s, each skipped where the" \
     "inventory lacks what it needs"
   show() { local name=$1; shift; printf '# %s (%s s): %s\n' "$name" "${bounds[$name]}" "$(printf '%q ' "$@")"; }
-  show cuda "$PYTHON" -m arena_verl.gpu_smoke cuda
-  show core "$PYTHON" -m arena_verl.gpu_smoke core
-  show models "$PYTHON" -m arena_verl.gpu_smoke models --dir "$run_dir/models" \
+  show cuda "$PYTHON" -m arena_verl.tools.gpu_smoke cuda
+  show core "$PYTHON" -m arena_verl.tools.gpu_smoke core
+  show models "$PYTHON" -m arena_verl.tools.gpu_smoke models --dir "$run_dir/models" \
     ${user_policy:+--policy "$user_policy"} ${user_judge:+--judge "$user_judge"}
-  show engine "$PYTHON" -m arena_verl.gpu_smoke engine --model "$policy" --gpu-fraction "$engine_fraction"
+  show engine "$PYTHON" -m arena_verl.tools.gpu_smoke engine --model "$policy" --gpu-fraction "$engine_fraction"
   mapfile -d '' serve < <(server_cmd "$judge" "$port")
   show judge_server env VLLM_API_KEY='<the key>' "${serve[@]}"
-  show judge_call "$PYTHON" -m arena_verl.gpu_smoke judge-call "$url"
+  show judge_call "$PYTHON" -m arena_verl.tools.gpu_smoke judge-call "$url"
   echo "# training (the time left): bash -c <make data; experiment_main arena_live ...>, as follows"
   (training_env "$policy" "$judge" "$port"
    experiment_main arena_live --dry-run "${small[@]}" ${adapt[@]+"${adapt[@]}"} ${overrides[@]+"${overrides[@]}"})
@@ -223,7 +223,7 @@ stage() {
   [ "$bound" = "$asked" ] || extra+=(--deadline "$timeout_s")
   rm -f "$logs/$name.log" "$results/$name.json"
   current_name=$name
-  "$PYTHON" -m arena_verl.gpu_smoke bounded --timeout "$bound" --log "$logs/$name.log" -- "$@" >/dev/null 2>&1 &
+  "$PYTHON" -m arena_verl.tools.gpu_smoke bounded --timeout "$bound" --log "$logs/$name.log" -- "$@" >/dev/null 2>&1 &
   current=$!
   wait "$current" || rc=$?
   current="" current_name=""
@@ -236,11 +236,11 @@ check() {  # NAME [arguments]: `gpu_smoke NAME arguments` as a stage, if its pre
   shift
   smoke ready "$name" --state "$state" || return 1
   stage "$name" "${bounds[$name]}" -- \
-    "$PYTHON" -m arena_verl.gpu_smoke "${name//_/-}" "$@" --result "$results/$name.json"
+    "$PYTHON" -m arena_verl.tools.gpu_smoke "${name//_/-}" "$@" --result "$results/$name.json"
 }
 
 echo "smoke_1gpu: RUN_DIR=$run_dir, TIMEOUT_S=$timeout_s (logs: $logs)"
-stage inventory "${bounds[inventory]}" -- "$PYTHON" -m arena_verl.gpu_smoke inventory --quiet --state "$state" \
+stage inventory "${bounds[inventory]}" -- "$PYTHON" -m arena_verl.tools.gpu_smoke inventory --quiet --state "$state" \
   --run-dir "$run_dir" --started "$started" || true
 [ -f "$state" ] || _die "the inventory failed (PYTHON=$PYTHON): see $logs/inventory.log"
 smoke table --state "$state"
@@ -269,10 +269,10 @@ if smoke ready judge_server --state "$state"; then
     # Under a supervisor of its own, bounded by the run's deadline: it cannot outlive the run, even if this shell is
     # killed outright.
     (export VLLM_API_KEY=$JUDGE_API_KEY
-     exec "$PYTHON" -m arena_verl.gpu_smoke bounded --timeout "$left" --log "$logs/judge_server.log" -- "${serve[@]}") \
+     exec "$PYTHON" -m arena_verl.tools.gpu_smoke bounded --timeout "$left" --log "$logs/judge_server.log" -- "${serve[@]}") \
       >/dev/null 2>&1 &
     server=$!
-    stage judge_server "${bounds[judge_server]}" -- "$PYTHON" -m arena_verl.gpu_smoke wait-judge "$url" \
+    stage judge_server "${bounds[judge_server]}" -- "$PYTHON" -m arena_verl.tools.gpu_smoke wait-judge "$url" \
       --timeout "$((bounds[judge_server] - 5))" --watch-pid "$server" --server-log "$logs/judge_server.log" \
       --result "$results/judge_server.json" || true
   fi

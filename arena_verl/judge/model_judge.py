@@ -8,10 +8,10 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
-from ..settings import JudgeSettings
-from .base import JudgeStats, Trace
-from .prompts import build_pairwise_messages, build_pointwise_messages, new_delimiter
-from .verdict import VERDICT_OUTCOME, parse_score, parse_verdict
+from arena_verl.judge.base import JudgeStats, Trace
+from arena_verl.judge.prompts import build_pairwise_messages, build_pointwise_messages, new_delimiter
+from arena_verl.judge.verdict import VERDICT_OUTCOME, parse_score, parse_verdict
+from arena_verl.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
 

@@ -8,10 +8,10 @@ import logging
 import os
 from pathlib import Path
 
-from ..settings import JudgeSettings
-from .base import Reply
-from .model_judge import ModelJudge, PermanentJudgeError
-from .prompts import special_token_strings
+from arena_verl.judge.base import Reply
+from arena_verl.judge.model_judge import ModelJudge, PermanentJudgeError
+from arena_verl.judge.prompts import special_token_strings
+from arena_verl.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
 

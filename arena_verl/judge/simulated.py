@@ -11,7 +11,7 @@ import struct
 import numpy as np
 from scipy.special import expit, ndtri
 
-from .base import JudgeStats, Trace
+from arena_verl.judge.base import JudgeStats, Trace
 
 __all__ = ["SimulatedTraceJudge", "hashed_quality"]
 
@@ -25,7 +25,7 @@ def hashed_quality(text: str, seed: int = 0) -> float:
 
 class SimulatedTraceJudge:
     """SIMULATED judge over traces: ``P(first wins) = sigmoid(sharpness * (q_first - q_second) + position_bias)``,
-    with tie and parse-failure settings as :class:`arena_verl.tournament.SimulatedJudge`. Draws come from one
+    with tie and parse-failure settings as :class:`arena_verl.core.tournament.SimulatedJudge`. Draws come from one
     generator seeded by ``seed``.
 
     Each call waits a random latency of mean ``latency_s`` (0: answers at once): exponential when ``latency_sigma``

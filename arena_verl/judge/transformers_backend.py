@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from ..settings import JudgeSettings
-from .base import Reply
-from .model_judge import ModelJudge
-from .prompts import special_token_strings
+from arena_verl.judge.base import Reply
+from arena_verl.judge.model_judge import ModelJudge
+from arena_verl.judge.prompts import special_token_strings
+from arena_verl.settings import JudgeSettings
 
 __all__ = ["TransformersJudge", "render_chat"]
 

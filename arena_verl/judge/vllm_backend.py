@@ -16,11 +16,11 @@ import uuid
 
 import ray
 
-from ..settings import JudgeSettings
-from .base import Reply
-from .model_judge import ModelJudge
-from .prompts import special_token_strings
-from .transformers_backend import render_chat
+from arena_verl.judge.base import Reply
+from arena_verl.judge.model_judge import ModelJudge
+from arena_verl.judge.prompts import special_token_strings
+from arena_verl.judge.transformers_backend import render_chat
+from arena_verl.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
 

@@ -28,8 +28,8 @@ def synthetic_trace(rng, words: int) -> str:
 
 
 async def run_config(judge, tokenizer, strategy, prefix_aware, groups, n, traces, counters):
+    from arena_verl.core.tournament import Tournament
     from arena_verl.judge import Trace
-    from arena_verl.tournament import Tournament
 
     calls = 0
     started = time.perf_counter()
@@ -66,7 +66,7 @@ def main() -> None:
     from arena_verl.judge.transformers_backend import render_chat
     from arena_verl.judge.vllm_backend import VLLMJudge
     from arena_verl.settings import JudgeSettings
-    from arena_verl.toy import build_toy_model
+    from arena_verl.testing.toy import build_toy_model
 
     folder = tempfile.TemporaryDirectory()
     model = args.model or str(build_toy_model(Path(folder.name)))

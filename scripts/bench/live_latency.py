@@ -181,8 +181,8 @@ def check_judge_wiring(settings) -> None:
 
 async def run_step(handle, plans: list[GroupPlan], step: int, unit: float) -> StepResult:
     """Submit every trace at its generation time, wait for every answer, and measure the step."""
+    from arena_verl.core.referee import Submission
     from arena_verl.judge import Trace
-    from arena_verl.referee import Submission
 
     loop = asyncio.get_running_loop()
     answered_at: dict[tuple[int, int], float] = {}
@@ -233,7 +233,7 @@ def run_strategy(label: str, n: int, groups: int, args) -> RunResult:
     its own referee actor, removed afterwards."""
     import ray
 
-    from arena_verl.referee_actor import forget_referee, referee_handle
+    from arena_verl.actors.referee_actor import forget_referee, referee_handle
 
     began = time.perf_counter()
     steps, control, counters, answered = [], [], {}, 0
@@ -364,7 +364,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def available(labels: list[str]) -> list[str]:
     """The labels whose strategy the tournament core has; a note for each skipped one."""
-    from arena_verl.tournament import STRATEGIES
+    from arena_verl.core.tournament import STRATEGIES
 
     kept = []
     for label in labels:
@@ -373,7 +373,7 @@ def available(labels: list[str]) -> list[str]:
         else:
             print(
                 f"note: {label} skipped: strategy {STRATEGY_SETTINGS[label]['strategy']!r} is not in "
-                f"arena_verl.tournament.STRATEGIES {STRATEGIES}"
+                f"arena_verl.core.tournament.STRATEGIES {STRATEGIES}"
             )
     return kept
 

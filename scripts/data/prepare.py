@@ -16,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from arena_verl.benchmarks import PRESETS, DataError, Options, prepare
+from arena_verl.data.benchmarks import PRESETS, DataError, Options, prepare
 
 
 def main(argv: list[str] | None = None) -> int:

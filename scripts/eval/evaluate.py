@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from arena_verl.evaluation.dumps import (
+from arena_verl.data.dumps import (
     EvaluationInputError,
     find_dump_files,
     read_samples,
@@ -22,7 +22,7 @@ from arena_verl.evaluation.dumps import (
     select_steps,
 )
 from arena_verl.evaluation.report import Scorer, ScoringOptions, StepReport, evaluate, render_table, report_json
-from arena_verl.verify import EXTRACTION_MODES
+from arena_verl.verify.math_verifier import EXTRACTION_MODES
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -1,4 +1,4 @@
-"""verl config and Ray environment for the integration tests (batches come from arena_verl.toy)."""
+"""verl config and Ray environment for the integration tests (batches come from arena_verl.testing.toy)."""
 
 from __future__ import annotations
 

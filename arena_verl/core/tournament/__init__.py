@@ -1,0 +1,60 @@
+"""Trace tournaments: pair scheduling, order debiasing, Bradley-Terry fits and rewards.
+
+Pure numpy/scipy (layer L0): no Ray, verl, vLLM or HTTP imports, so it can be tested and benchmarked on its own.
+The simulated judge lives with the judges (:mod:`arena_verl.judge.simulated_pairs`).
+"""
+
+from arena_verl.core.rewards import strengths_to_rewards
+from arena_verl.core.tournament.bradley_terry import (
+    as_comparison_array,
+    bradley_terry_posterior,
+    fit_bradley_terry,
+    fit_bradley_terry_batch,
+)
+from arena_verl.core.tournament.order import mirror, present
+from arena_verl.core.tournament.runner import (
+    FAILURE_POLICIES,
+    Tournament,
+    TournamentResult,
+    contained,
+    run_tournament,
+    valid_outcome,
+)
+from arena_verl.core.tournament.schedulers import (
+    STRATEGIES,
+    InfoGainScheduler,
+    LiveScheduler,
+    PacedScheduler,
+    RandomScheduler,
+    RoundRobinScheduler,
+    Scheduler,
+    live_call_count,
+    make_scheduler,
+    round_robin_call_count,
+)
+
+__all__ = [
+    "FAILURE_POLICIES",
+    "STRATEGIES",
+    "InfoGainScheduler",
+    "PacedScheduler",
+    "LiveScheduler",
+    "RandomScheduler",
+    "RoundRobinScheduler",
+    "Scheduler",
+    "Tournament",
+    "TournamentResult",
+    "as_comparison_array",
+    "bradley_terry_posterior",
+    "fit_bradley_terry",
+    "fit_bradley_terry_batch",
+    "live_call_count",
+    "make_scheduler",
+    "mirror",
+    "present",
+    "round_robin_call_count",
+    "contained",
+    "run_tournament",
+    "valid_outcome",
+    "strengths_to_rewards",
+]

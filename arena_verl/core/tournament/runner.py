@@ -1,0 +1,439 @@
+"""Run one group's tournament end to end: schedule pairs, present them in a random order, judge, fit strengths."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from arena_verl.core.tournament.bradley_terry import fit_bradley_terry
+from arena_verl.core.tournament.order import mirror, present
+from arena_verl.core.tournament.schedulers import make_scheduler
+
+__all__ = ["TournamentResult", "Tournament", "run_tournament", "FAILURE_POLICIES"]
+
+logger = logging.getLogger(__name__)
+
+Judge = Callable[[int, int], Awaitable["float | None"]]
+FAILURE_POLICIES = ("tie", "drop")
+
+
+@dataclass
+class TournamentResult:
+    """What a tournament produced.
+
+    Attributes
+    ----------
+    comparisons : list of (first, second, outcome)
+        Every verdict that entered the fit, in presentation order (failed calls as ties under the ``tie`` policy).
+    strengths : numpy.ndarray
+        Mean-0 Bradley-Terry strengths, one per trace.
+    judge_calls : int
+        Judge calls made, failed ones included.
+    failed_calls : int
+        Calls that raised or returned no valid verdict.
+    order_effect : float
+        Fitted first-position bonus (0.0 unless ``order_effect`` was on).
+    rounds_after_last_arrival : int
+        Waves of concurrent judge calls from the last trace's arrival to the end: the tournament's added latency,
+        in judge-call latencies, once rollout is over.
+    wins, games : numpy.ndarray
+        Per-trace wins (ties count half) and games over ``comparisons``.
+    dropped_calls : int
+        Calls still in flight at :meth:`Tournament.finish`'s deadline: cancelled, not in the fit, not failures.
+    skipped_idle_rounds : int
+        Times the tournament's ``idle_gate`` held back the work a scheduler wanted while the judge was idle.
+    """
+
+    comparisons: list[tuple[int, int, float]]
+    strengths: np.ndarray
+    judge_calls: int
+    failed_calls: int = 0
+    order_effect: float = 0.0
+    rounds_after_last_arrival: int = 0
+    wins: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    games: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    dropped_calls: int = 0
+    skipped_idle_rounds: int = 0
+
+    @property
+    def win_rate(self) -> np.ndarray:
+        """Per-trace win rate over its comparisons (ties count half; 0.5 for a trace that never played)."""
+        return np.divide(self.wins, self.games, out=np.full(len(self.wins), 0.5), where=self.games > 0)
+
+
+async def run_tournament(
+    num_items: int,
+    judge: Judge,
+    strategy: str = "live",
+    budget: int | None = None,
+    seed: int = 0,
+    *,
+    l2: float = 0.1,
+    order_effect: bool = False,
+    two_sided: bool = False,
+    mirror_augment: bool = False,
+    on_failure: str = "tie",
+    max_concurrency: int | None = None,
+    final_calls: int = 3,
+    pace: float = 3.0,
+) -> TournamentResult:
+    """Run a tournament over ``num_items`` traces that arrive in index order.
+
+    Parameters
+    ----------
+    num_items : int
+        Traces in the group.
+    judge : async callable ``judge(first, second) -> outcome``
+        1.0 if ``first`` (shown first) won, 0.0 if ``second`` won, 0.5 for a tie, ``None`` for no verdict.
+    strategy : str
+        One of :data:`arena_verl.core.tournament.STRATEGIES`.
+    budget : int, optional
+        Judge calls for the budgeted strategies (default: the live tournament's count). With ``two_sided`` each
+        pair costs two calls.
+    seed : int
+        Seeds the presentation order (and the ``random`` strategy).
+    l2, order_effect
+        Passed to :func:`fit_bradley_terry`.
+    two_sided : bool
+        Judge every pair in both orders, so that position bias cancels within the pair.
+    mirror_augment : bool
+        Fit on :func:`mirror` of the verdicts (the paper's augmentation).
+    on_failure : {"tie", "drop"}
+        What a failed call (the judge raised, returned ``None`` or an invalid outcome) becomes: a tie in the fit, or
+        nothing. Either way it is counted in ``failed_calls`` and never becomes a win.
+    max_concurrency : int, optional
+        Cap on judge calls in flight.
+    final_calls, pace
+        The ``paced`` strategy's (see :class:`~arena_verl.core.tournament.schedulers.PacedScheduler`).
+
+    Notes
+    -----
+    Each arrival's matches, and whatever the scheduler judges while the judge is idle, are judged before the next
+    trace arrives (as if traces arrived slower than verdicts), so a run is reproducible for a given seed and a judge
+    whose verdicts depend only on its inputs and its own seeded generator.
+    """
+    tournament = Tournament(
+        num_items,
+        judge,
+        strategy,
+        budget,
+        seed,
+        l2=l2,
+        order_effect=order_effect,
+        two_sided=two_sided,
+        mirror_augment=mirror_augment,
+        on_failure=on_failure,
+        max_concurrency=max_concurrency,
+        final_calls=final_calls,
+        pace=pace,
+    )
+    for _ in range(num_items):
+        tournament.add()
+        await tournament.settle()
+    return await tournament.finish()
+
+
+class Tournament:
+    """A tournament that runs while the traces of a group arrive (the engine of the live tournament).
+
+    ``add()`` registers the next trace and starts its matches at once; ``finish()``, called when the group is
+    complete, spends what the scheduler still wants, waits for every verdict and fits the strengths. ``cancel()``
+    stops the calls in flight (a group that turned out diverse). Arguments are those of :func:`run_tournament`.
+    Verdicts are recorded in the order the calls were made, so the result does not depend on judge latency.
+
+    ``wait_for_verdicts`` decides what an arrival sees when traces come faster than verdicts. False (eager): its
+    opponents are chosen at once from the verdicts in hand, so a burst of arrivals is scheduled on a leaderboard
+    that has not seen their predecessors' results (the live schedule then degenerates to fixed positions). True
+    (the paper's rule, and what :func:`run_tournament` does): an arrival is held until every match in flight has
+    its verdict, then scheduled; the price is latency, up to one judge round per held arrival.
+
+    ``idle_gate(complete) -> bool``, when given, is asked before the scheduler's idle-time work is started (before
+    completion: speculative work on a group still arriving; after it: the rest of the budget); False holds it back
+    (counted), which is how the referee sheds load when the judge cannot keep up.
+    """
+
+    def __init__(
+        self,
+        num_items: int,
+        judge: Judge,
+        strategy: str = "live",
+        budget: int | None = None,
+        seed: int = 0,
+        *,
+        l2: float = 0.1,
+        order_effect: bool = False,
+        two_sided: bool = False,
+        mirror_augment: bool = False,
+        on_failure: str = "tie",
+        max_concurrency: int | None = None,
+        prefix_aware: bool = False,
+        wait_for_verdicts: bool = False,
+        final_calls: int = 3,
+        pace: float = 3.0,
+        idle_gate: Callable[[bool], bool] | None = None,
+    ):
+        if on_failure not in FAILURE_POLICIES:
+            raise ValueError(f"on_failure must be one of {FAILURE_POLICIES}, got {on_failure!r}")
+        calls_per_pair = 2 if two_sided else 1
+        pair_budget = None if budget is None else _pair_budget(budget, calls_per_pair)
+        self._rng = np.random.default_rng(seed)
+        self.num_items = num_items
+        self.scheduler = make_scheduler(
+            strategy, num_items, pair_budget, seed=self._rng, l2=l2, order_effect=order_effect,
+            final_calls=final_calls, pace=pace,
+        )  # fmt: skip
+        self._judge = judge
+        self._limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        self._two_sided, self._mirror, self._on_failure = two_sided, mirror_augment, on_failure
+        self._prefix_aware = prefix_aware
+        # Schedulers that pick pairs by the posterior also balance who is shown first (see order.present).
+        self._first_balance: dict[int, int] | None = {} if self.scheduler.balances_presentation else None
+        self._l2, self._order_effect = l2, order_effect
+        self._verdicts: list[tuple[int, int, int, float | None]] = []  # (call number, first, second, outcome)
+        self._inflight: set[asyncio.Task] = set()
+        self._error: BaseException | None = None
+        self.arrived = 0
+        self.admitted = 0  # arrivals handed to the scheduler (fewer than ``arrived`` while held for verdicts)
+        self.judge_calls = 0
+        self._rounds_after_last = 0
+        self._wait_for_verdicts = wait_for_verdicts
+        self._idle_gate = idle_gate
+        self.skipped_idle_rounds = 0
+        self.dropped_calls = 0
+
+    def add(self) -> int:
+        """The next trace arrived; returns its index."""
+        item = self.arrived
+        self.arrived += 1
+        if self.arrived == self.num_items:
+            self._rounds_after_last = 0
+        if not self._wait_for_verdicts or not self._inflight:
+            self._admit_held()
+        return item
+
+    def _admit_held(self) -> None:
+        """Schedule the arrivals not yet scheduled: all of them (eager), or one at a time while nothing is in
+        flight (waiting for verdicts)."""
+        while self.admitted < self.arrived and not (self._wait_for_verdicts and self._inflight):
+            pairs = self.scheduler.on_arrival(self.admitted)
+            self.admitted += 1
+            self._dispatch(pairs)
+            if self.admitted == self.num_items and self.scheduler.spends_rest_on_last_arrival:
+                self.scheduler.on_complete()
+                self._dispatch_idle(same_round=True)
+
+    async def settle(self) -> None:
+        """Wait until no judge call is in flight (follow-up calls included)."""
+        await self._settle_until(None)
+
+    async def finish(self, deadline_s: float | None = None) -> TournamentResult:
+        """The group is complete: judge what the scheduler still asks for, then fit.
+
+        ``deadline_s``: answer at most this long from now with the verdicts in hand; calls still in flight then are
+        cancelled and counted in ``dropped_calls`` (None: wait for every call)."""
+        if self.arrived != self.num_items:
+            raise ValueError(f"finish() after {self.arrived} of {self.num_items} arrivals")
+        until = None if deadline_s is None else asyncio.get_running_loop().time() + max(0.0, deadline_s)
+        # Arrivals held for verdicts are admitted as those verdicts come in (held ones imply calls in flight).
+        if await self._settle_until(until):
+            self.scheduler.on_complete()
+            if not self._inflight:
+                self._dispatch_idle()
+            await self._settle_until(until)
+        self._drop_inflight()
+        return self.result()
+
+    async def _settle_until(self, until: float | None) -> bool:
+        """``settle()`` with a deadline (loop time); False when calls are still in flight at the deadline."""
+        loop = asyncio.get_running_loop()
+        while self._inflight:
+            timeout = None if until is None else until - loop.time()
+            if timeout is not None and timeout <= 0:
+                return False
+            await asyncio.wait(set(self._inflight), timeout=timeout)
+            await asyncio.sleep(0)  # let the done callbacks dispatch follow-ups
+        if self._error is not None:
+            raise self._error
+        return True
+
+    def _drop_inflight(self) -> None:
+        for task in list(self._inflight):
+            self.dropped_calls += 1
+            task.cancel()
+
+    def cancel(self) -> None:
+        for task in list(self._inflight):
+            task.cancel()
+
+    def result(self) -> TournamentResult:
+        """Fit the verdicts received so far."""
+        tally = _Tally(self.num_items)
+        for _, first, second, outcome in sorted(self._verdicts):
+            tally.failed_calls += outcome is None
+            counted = self._counted(outcome)
+            if counted is not None:
+                tally.record(first, second, counted)
+        fit_data = mirror(tally.comparisons) if self._mirror else tally.comparisons
+        strengths, bias = fit_bradley_terry(
+            self.num_items, fit_data, l2=self._l2, order_effect=self._order_effect, return_order_effect=True
+        )
+        return TournamentResult(
+            comparisons=tally.comparisons,
+            strengths=strengths,
+            judge_calls=self.judge_calls,
+            failed_calls=tally.failed_calls,
+            order_effect=bias,
+            rounds_after_last_arrival=self._rounds_after_last,
+            wins=tally.wins,
+            games=tally.games,
+            dropped_calls=self.dropped_calls,
+            skipped_idle_rounds=self.skipped_idle_rounds,
+        )
+
+    def _dispatch_idle(self, same_round: bool = False) -> None:
+        """The scheduler's idle-time work, unless the gate holds it back."""
+        if self._idle_gate is not None and not self._idle_gate(self.scheduler.complete):
+            self.skipped_idle_rounds += 1
+            return
+        self._dispatch(self.scheduler.on_idle(), same_round)
+
+    def _dispatch(self, pairs: list[tuple[int, int]], same_round: bool = False) -> None:
+        if not pairs:
+            return
+        if not same_round:
+            self._rounds_after_last += 1
+        for first, second in present(pairs, self._rng, self._two_sided, self._prefix_aware, self._first_balance):
+            number = self.judge_calls
+            self.judge_calls += 1
+            task = asyncio.ensure_future(self._judge_one(number, first, second))
+            self._inflight.add(task)
+            task.add_done_callback(self._on_done)
+
+    async def _judge_one(self, number: int, first: int, second: int) -> None:
+        outcome = await _call(self._judge, first, second, self._limiter)
+        self._verdicts.append((number, first, second, outcome))
+        self.scheduler.on_verdict(first, second, self._counted(outcome))
+
+    def _counted(self, outcome: float | None) -> float | None:
+        """What a verdict counts as: a failed call (None) is a tie or nothing, by ``on_failure``; never a win."""
+        if outcome is None and self._on_failure == "tie":
+            return 0.5
+        return outcome
+
+    def _on_done(self, task: asyncio.Task) -> None:
+        self._inflight.discard(task)
+        if task.cancelled():
+            return
+        if task.exception() is not None and self._error is None:
+            self._error = task.exception()
+        if not self._inflight and self._error is None:
+            try:
+                if self.admitted < self.arrived:
+                    self._admit_held()  # the verdicts the held arrivals waited for are in
+                else:
+                    self._dispatch_idle()
+            except Exception as exc:  # noqa: BLE001  (surfaced by settle())
+                self._error = exc
+
+
+class _Tally:
+    def __init__(self, num_items: int):
+        self.comparisons: list[tuple[int, int, float]] = []
+        self.wins = np.zeros(num_items)
+        self.games = np.zeros(num_items)
+        self.failed_calls = 0
+
+    def record(self, first: int, second: int, outcome: float) -> None:
+        self.comparisons.append((first, second, outcome))
+        self.wins[first] += outcome
+        self.wins[second] += 1.0 - outcome
+        self.games[[first, second]] += 1
+
+
+async def _call(judge: Judge, first: int, second: int, limiter: asyncio.Semaphore | None) -> float | None:
+    """One judge call; an exception or an invalid verdict is a failure (``None``), never a win or a crash."""
+    what = f"judge call ({first}, {second})"
+    if limiter is None:
+        outcome = await contained(judge(first, second), what)
+    else:
+        async with limiter:
+            outcome = await contained(judge(first, second), what)
+    value = valid_outcome(outcome)
+    if value is None and outcome is not None:
+        logger.warning("judge returned an invalid outcome %r for (%d, %d)", outcome, first, second)
+    return value
+
+
+async def contained(call: Awaitable, what: str = "judge call"):
+    """Await ``call``; whatever it raises is a failure (``None``), logged. Only the cancellation of the running task
+    itself propagates: a ``CancelledError`` the judge raises on its own (an inner task of its was cancelled), and
+    ``SystemExit`` / ``KeyboardInterrupt`` raised inside it, are failures too, so no judge can take the tournament,
+    or the loop that runs it, down. Await it in the task that runs the call (asyncio lets ``SystemExit`` out of a
+    task straight through the event loop)."""
+    try:
+        return await call
+    except asyncio.CancelledError:
+        if being_cancelled():
+            raise
+        logger.warning("%s raised CancelledError of its own; counted as failed", what)
+        return None
+    except BaseException as exc:  # noqa: BLE001  (any judge error is counted as a failure, by design)
+        _FAILURE_LOG.warn(what, exc)
+        return None
+
+
+class _RateLimitedFailureLog:
+    """Judge failures in the log without filling the disk: the first few with their traceback, then at most one line
+    per ``interval_s`` saying how many were left out (a judge that keeps raising raises on every call; the failures
+    themselves are always counted in the metrics)."""
+
+    def __init__(self, full: int = 5, interval_s: float = 60.0):
+        self.full, self.interval_s = full, interval_s
+        self.logged, self.suppressed, self._last = 0, 0, -float("inf")
+
+    def warn(self, what: str, exc: BaseException) -> None:
+        if self.logged < self.full:
+            self.logged += 1
+            logger.warning("%s failed", what, exc_info=(type(exc), exc, exc.__traceback__))
+            return
+        now = time.monotonic()
+        if now - self._last < self.interval_s:
+            self.suppressed += 1
+            return
+        self._last = now
+        logger.warning("%s failed: %r (%d similar failures not logged since the last line)", what, exc, self.suppressed)
+        self.suppressed = 0
+
+
+_FAILURE_LOG = _RateLimitedFailureLog()
+
+
+def valid_outcome(outcome, allowed: tuple[float, ...] | None = None) -> float | None:
+    """``outcome`` as a verdict, or None: only real numbers (not bool, not strings or bytes that look like numbers)
+    in [0, 1], and one of ``allowed`` when given."""
+    if isinstance(outcome, (bool, np.bool_)) or not isinstance(outcome, (int, float, np.integer, np.floating)):
+        return None
+    value = float(outcome)
+    if not 0.0 <= value <= 1.0:  # also rejects NaN
+        return None
+    if allowed is not None and value not in allowed:
+        return None
+    return value
+
+
+def being_cancelled() -> bool:
+    """Whether the running task itself is being cancelled (as opposed to an awaited call raising CancelledError)."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+    return True if cancelling is None else cancelling() > 0
+
+
+def _pair_budget(budget: int, calls_per_pair: int) -> int:
+    if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 0:
+        raise ValueError(f"budget must be a non-negative integer number of judge calls, got {budget!r}")
+    return int(budget) // calls_per_pair

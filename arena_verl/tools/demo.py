@@ -1,0 +1,255 @@
+"""CPU demo: one reward step of a GRPO run through the real verl 0.9.1 reward loop with the arena reward manager.
+
+Real: verl's Hydra config, Ray, verl's ``RewardLoopManager`` and ``RewardLoopWorker`` actors, the registered
+``arena`` reward manager, math-verify, the referee actor, the Bradley-Terry fit and verl's GRPO advantage. Not real
+by default: the rollouts are synthetic text (``--rollouts sample`` takes the bundled real traces instead) and the
+judge is the SIMULATED judge, which ranks synthetic traces by a hidden quality carried in ``extra_info.sim_quality``
+(real traces, which have none, by a hash of their text); ``--judge`` takes a real one.
+
+    arena-verl demo                                 # 32 prompts x 8 samples, mode arena, live tournament
+    arena-verl demo --mode rlvr                     # the RLVR baseline on the same rollouts
+    arena-verl demo --rollouts sample               # the bundled REAL traces (still the simulated judge)
+    arena-verl demo --rollouts sample --judge transformers:./smollm2   # a real (small) model as the judge
+
+(``python -m arena_verl.demo`` is the same command.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from arena_verl import sample_traces
+from arena_verl.core.tournament import STRATEGIES
+from arena_verl.settings import MODES
+from arena_verl.testing.toy import Sample, build_toy_tokenizer, make_batch
+
+
+def synthetic_rollouts(num_prompts: int, n: int, seed: int) -> list[Sample]:
+    """Prompts of mixed difficulty; easy ones tend to be all correct, hard ones all wrong (non-diverse groups).
+    Each trace gets a hidden quality: correct traces are better on average, and traces vary within a group."""
+    rng = np.random.default_rng(seed)
+    samples = []
+    for p in range(num_prompts):
+        a, b = (int(x) for x in rng.integers(2, 50, size=2))
+        truth = a + b
+        solve_rate = float(rng.choice([0.0, 0.05, 0.5, 0.95, 1.0], p=[0.25, 0.1, 0.3, 0.1, 0.25]))
+        for k in range(n):
+            correct = rng.random() < solve_rate
+            answer = truth if correct else truth + int(rng.integers(1, 9))
+            quality = float(rng.normal(loc=1.0 if correct else -1.0))
+            samples.append(
+                Sample(
+                    uid=f"prompt-{p}",
+                    problem=f"What is {a} + {b}?",
+                    ground_truth=str(truth),
+                    response=f"Attempt {k}: {a} plus {b}, carry the tens. The answer is \\boxed{{{answer}}}",
+                    sim_quality=quality,
+                    session_id=k,
+                )
+            )
+    return samples
+
+
+SIMULATED_BANNER = (
+    "="
+    * 100
+    + "\n JUDGE: SIMULATED. No model reads these traces: verdicts are drawn from a hidden quality (synthetic rollouts) "
+    "or\n from a hash of each trace's text (the real sample). The figures test the plumbing, not a judge. Give "
+    "--judge\n transformers:PATH, vllm:PATH or openai:URL#MODEL for a real one.\n" + "=" * 100
+)
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--prompts", type=int, default=32, help="prompts (groups); with --rollouts sample, at most this many"
+    )
+    parser.add_argument("--n", type=int, default=8, help="synthetic rollouts: samples per prompt (rollout.n)")
+    parser.add_argument(
+        "--rollouts",
+        default="synthetic",
+        choices=("synthetic", "sample"),
+        help="synthetic: generated text with a hidden quality (Kendall tau is measured against it); sample: the "
+        "bundled REAL traces (arena_verl/sample_traces, written by a real model through verl's trainer)",
+    )
+    parser.add_argument("--mode", default="arena", choices=MODES)
+    parser.add_argument("--strategy", default="live", choices=STRATEGIES)
+    parser.add_argument(
+        "--judge",
+        default="simulated",
+        help="simulated | transformers:PATH | vllm:PATH | openai:URL#MODEL (default: the SIMULATED judge)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=2, help="reward.num_workers")
+
+
+def run(args: argparse.Namespace) -> int:
+    from arena_verl.judge.spec import judge_settings_from_spec
+
+    simulated_defaults = {"sim_sharpness": 2.0, "sim_position_bias": 0.53}
+    if args.prompts < 1 or args.n < 2 or args.workers < 1:
+        print("arena-verl demo: --prompts and --workers must be >= 1 and --n >= 2", file=sys.stderr)
+        return 2
+    try:
+        judge = judge_settings_from_spec(args.judge, **simulated_defaults if args.judge == "simulated" else {})
+        if args.rollouts == "synthetic":
+            samples = synthetic_rollouts(args.prompts, args.n, args.seed)
+        else:
+            samples = sample_rollouts(args.prompts)
+    except ValueError as exc:
+        print(f"arena-verl demo: {exc}", file=sys.stderr)
+        return 2
+    extraction = "boxed" if args.rollouts == "synthetic" else sample_traces.ANSWER_EXTRACTION
+    group_size = len([s for s in samples if s.uid == samples[0].uid])
+    num_groups = len(samples) // group_size
+
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import ray
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf, open_dict
+    from scipy.stats import kendalltau
+    from transformers import AutoTokenizer
+    from verl.experimental.reward_loop.reward_loop import RewardLoopManager
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+
+    with tempfile.TemporaryDirectory() as folder:
+        tokenizer_path = build_toy_tokenizer(Path(folder))
+        # verl's own ppo_trainer with the arena switched on by overrides, as a user would on the command line.
+        with initialize_config_module("verl.trainer.config", version_base=None):
+            config = compose(
+                "ppo_trainer",
+                overrides=[
+                    f"actor_rollout_ref.model.path={tokenizer_path}",
+                    f"actor_rollout_ref.rollout.n={group_size}",
+                    f"reward.num_workers={args.workers}",
+                    "reward.reward_manager.name=arena",
+                    f"+reward.arena.mode={args.mode}",
+                    f"+reward.arena.strategy={args.strategy}",
+                    # the bundled traces were scored with the answer extraction of their run
+                    f"+reward.arena.answer_extraction={extraction}",
+                ],
+            )
+        with open_dict(config):  # the judge as a whole node: no Hydra quoting of paths and URLs
+            config.reward.arena.judge = OmegaConf.create(dataclasses.asdict(judge))
+        tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_path))
+        longest = max(len(tokenizer.encode(s.response)) for s in samples) + 1
+        batch = make_batch(tokenizer, samples, response_length=max(64, longest))
+
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+        try:
+            manager = RewardLoopManager(config)
+            started = time.perf_counter()
+            out = manager.compute_rm_score(batch)
+            elapsed = time.perf_counter() - started
+            referee = ray.get_actor("arena_referee_0") if args.mode != "rlvr" else None
+            metrics = ray.get(referee.metrics.remote()) if referee is not None else {}
+        finally:
+            ray.shutdown()
+
+    info = out.non_tensor_batch
+    token_rewards = out.batch["rm_scores"]
+    response_mask = batch.batch["attention_mask"][:, batch.batch["prompts"].shape[1] :].float()
+    uids = batch.non_tensor_batch["uid"]
+    advantages, _ = compute_grpo_outcome_advantage(token_rewards, response_mask, uids)
+    sample_adv = ((advantages * response_mask).sum(-1) / response_mask.sum(-1)).numpy()
+    verifier = info["arena/verifier_reward"]
+    quality = np.array([np.nan if s.sim_quality is None else s.sim_quality for s in samples])
+
+    if judge.backend == "simulated":
+        print(SIMULATED_BANNER)
+    print(f"arena-verl demo: mode={args.mode} strategy={args.strategy}, {num_groups} prompts x {group_size} samples")
+    judge_line = "SIMULATED" if judge.backend == "simulated" else f"{judge.backend} ({judge.model_path})"
+    rollout_line = "synthetic text" if args.rollouts == "synthetic" else f"REAL traces by {sample_traces.MODEL}"
+    print(f"judge: {judge_line}; rollouts: {rollout_line}")
+    print(f"reward step (compute_rm_score): {elapsed:.2f} s on {os.cpu_count()} CPUs, {args.workers} reward workers")
+    print()
+    print("| group | verifier rewards | route | judge calls | rewards | GRPO advantages |")
+    print("| --- | --- | --- | ---: | --- | --- |")
+    route_names = {0.0: "verifier", 1.0: "tournament", 2.0: "pointwise"}
+    taus = []
+    for g in range(num_groups):
+        rows = slice(g * group_size, (g + 1) * group_size)
+        rewards = token_rewards[rows].sum(-1).numpy()
+        route = route_names[float(info["arena/route"][rows][0])]
+        if route == "tournament" and np.ptp(verifier[rows]) == 0 and not np.isnan(quality[rows]).any():
+            taus.append(kendalltau(rewards, quality[rows]).statistic)
+        if g < 8:
+            print(
+                f"| {g} | {fmt(verifier[rows], 0)} | {route} | {int(info['arena/judge_calls'][rows][0])} "
+                f"| {fmt(rewards, 2)} | {fmt(sample_adv[rows], 2)} |"
+            )
+    print(f"(first {min(8, num_groups)} of {num_groups} groups)\n")
+    uniform = np.array([np.ptp(verifier[g * group_size : (g + 1) * group_size]) == 0 for g in range(num_groups)])
+    zero_adv = np.abs(sample_adv) < 1e-6
+    print(f"non-diverse groups (zero advantage under RLVR): {uniform.sum()} of {num_groups}")
+    rlvr_zero = np.repeat(uniform, group_size).mean()
+    print(f"samples with zero GRPO advantage: {zero_adv.mean():.0%} (RLVR: {rlvr_zero:.0%})")
+    if taus:
+        print(f"routed non-diverse groups: mean Kendall tau(reward, hidden quality) = {np.mean(taus):.3f}")
+    for key in (
+        "alpha",
+        "alpha_routed",
+        "judge_calls_per_routed_group",
+        "all_correct_share_of_uniform",
+        "judge_failures",
+        "first_position_win_share",
+        "nonzero_advantage_share",
+        "nonzero_advantage_share_rlvr",
+    ):
+        if f"arena/{key}" in metrics:
+            print(f"arena/{key}: {metrics[f'arena/{key}']:.3f}")
+    if judge.backend == "simulated":
+        print("\n(judge: SIMULATED; see the banner above)")
+    return 0
+
+
+def sample_rollouts(max_groups: int) -> list[Sample]:
+    """The bundled real traces (verl rollout dump lines), grouped by uid, as demo samples (no hidden quality): the
+    first ``max_groups`` groups in step order."""
+    from arena_verl.data.dumps import find_dump_files, prompt_groups, read_jsonl
+
+    samples = []
+    for path in find_dump_files(sample_traces.SAMPLE_DIR).values():
+        for group_id, records in prompt_groups(path, read_jsonl(path)).items():
+            uid = f"{path.stem}/{group_id}"
+            for k, record in enumerate(records):
+                samples.append(
+                    Sample(
+                        uid=uid,
+                        problem=record["input"],
+                        ground_truth=str(record.get("gts")),
+                        response=record["output"],
+                        data_source="math",
+                        session_id=k,
+                    )
+                )
+    sizes_by_uid = collections.Counter(s.uid for s in samples)  # in first-seen order: step, then group
+    kept = set(list(sizes_by_uid)[:max_groups])
+    samples = [s for s in samples if s.uid in kept]
+    sizes = {sizes_by_uid[uid] for uid in kept}
+    if len(sizes) != 1:
+        raise ValueError(f"{sample_traces.SAMPLE_DIR}: groups of different sizes {sorted(sizes)}")
+    return samples
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    configure_parser(parser)
+    return run(parser.parse_args(argv))
+
+
+def fmt(values, digits: int) -> str:
+    return " ".join(f"{v:.{digits}f}" for v in values)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

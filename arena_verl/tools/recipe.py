@@ -1,0 +1,282 @@
+"""What a recipe is about to run: compose an experiment config with the recipe's overrides against the installed verl,
+print the key values, check the paths it names, and estimate the judge's load per training step.
+
+    python -m arena_verl.recipe show --config-name arena_live [--strict] [hydra overrides ...]
+
+``show`` exits 0 when the config composes and its arena settings are valid; missing local paths (data, models) are
+warnings, or errors with ``--strict`` (exit 2), which the recipes use before a real run. An invalid config, and a shape
+verl would refuse (or pad) at run time (:mod:`arena_verl.verl_edge.rules`), are always errors (exit 2). Nothing is
+started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from arena_verl.verl_edge.rules import run_time_problems
+
+__all__ = ["compose_experiment", "shown_values", "path_problems", "judge_calls_per_group", "judge_load_lines"]
+
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+
+# The keys a recipe's reader needs to see, in this order (reward.arena.* and reward.reward_model.* are added whole).
+SHOWN_KEYS = (
+    "trainer.nnodes",
+    "trainer.n_gpus_per_node",
+    "trainer.use_v1",
+    "trainer.total_training_steps",
+    "trainer.save_freq",
+    "trainer.test_freq",
+    "trainer.resume_mode",
+    "trainer.default_local_dir",
+    "trainer.validation_data_dir",
+    "trainer.logger",
+    "trainer.project_name",
+    "trainer.experiment_name",
+    "data.train_files",
+    "data.val_files",
+    "data.train_batch_size",
+    "data.max_prompt_length",
+    "data.max_response_length",
+    "actor_rollout_ref.model.path",
+    "algorithm.adv_estimator",
+    "actor_rollout_ref.actor.policy_loss.loss_mode",
+    "actor_rollout_ref.actor.clip_ratio_low",
+    "actor_rollout_ref.actor.clip_ratio_high",
+    "actor_rollout_ref.actor.optim.lr",
+    "actor_rollout_ref.actor.ppo_mini_batch_size",
+    "actor_rollout_ref.actor.use_kl_loss",
+    "actor_rollout_ref.rollout.name",
+    "actor_rollout_ref.rollout.n",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size",
+    "actor_rollout_ref.rollout.gpu_memory_utilization",
+    "actor_rollout_ref.rollout.val_kwargs.n",
+    "actor_rollout_ref.rollout.val_kwargs.temperature",
+    "algorithm.filter_groups.enable",
+    "algorithm.filter_groups.metric",
+    "algorithm.filter_groups.max_inflight_gen_batches",
+    "reward.num_workers",
+    "reward.reward_manager.name",
+    "reward.custom_reward_function.path",
+)
+# data_source values verl 0.9.1's default_compute_score scores by running the generated code (sandbox_fusion with
+# reward.sandbox_fusion.url, else prime_code in a local process).
+SANDBOX_DATA_SOURCES = frozenset({"codecontests", "apps", "codeforces", "taco"})
+# Non-diverse shares of groups (the paper's alpha: groups whose verifier rewards agree) to show the judge load at.
+ALPHAS = (0.25, 0.5, 0.75)
+
+
+def compose_experiment(config_name: str, overrides: Sequence[str] = (), config_dir: Path = CONFIG_DIR):
+    """The config ``python -m verl.trainer.main_ppo --config-path=<config_dir> --config-name=<config_name> <overrides>``
+    would run with (hydra.* overrides are dropped: they steer Hydra's run, not the trainer)."""
+    from hydra import compose, initialize_config_dir
+
+    trainer_overrides = [o for o in overrides if not o.lstrip("+~").startswith("hydra.")]
+    with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base=None):
+        return compose(config_name, overrides=trainer_overrides)
+
+
+def _select(config, key: str) -> Any:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.select(config, key, default=None, throw_on_missing=False)
+
+
+def _plain(value: Any) -> Any:
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    if isinstance(value, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(value, resolve=True)
+    return value
+
+
+def _leaves(prefix: str, node: Any) -> Iterable[tuple[str, Any]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _leaves(f"{prefix}.{key}", value)
+    else:
+        yield prefix, node
+
+
+def shown_values(config) -> dict[str, Any]:
+    """The key values a recipe prints (resolved): ``reward.arena.*`` in full, ``reward.reward_model.*`` when enabled."""
+    values = {key: _plain(_select(config, key)) for key in SHOWN_KEYS}
+    values.update(_leaves("reward.arena", _plain(_select(config, "reward.arena")) or {}))
+    if _select(config, "reward.reward_model.enable"):
+        values.update(_leaves("reward.reward_model", _plain(_select(config, "reward.reward_model"))))
+    else:
+        values["reward.reward_model.enable"] = False
+    return values
+
+
+def _as_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+def _looks_local(path: str) -> bool:
+    # A hub id is "org/name"; anything absolute, relative-marked or with a file suffix is a local path.
+    return path.startswith(("/", "./", "../", "~")) or Path(path).suffix in (".parquet", ".jsonl", ".json")
+
+
+def path_problems(config) -> list[str]:
+    """Paths the run would read that are not there: data files, the policy, a judge model folder."""
+    from arena_verl.settings import settings_from_config
+
+    problems = []
+    for key in ("data.train_files", "data.val_files"):
+        for path in _as_list(_plain(_select(config, key))):
+            if not Path(path).expanduser().exists():
+                problems.append(f"{key}: {path} does not exist")
+    model = _select(config, "actor_rollout_ref.model.path")
+    if model and not Path(str(model)).expanduser().exists():
+        where = "does not exist" if _looks_local(str(model)) else "is not a local folder (verl would fetch it)"
+        problems.append(f"actor_rollout_ref.model.path: {model} {where}")
+    judge = settings_from_config(config).judge
+    if judge.backend in ("vllm", "transformers") and judge.model_path and not Path(judge.model_path).exists():
+        problems.append(f"reward.arena.judge.model_path: {judge.model_path} does not exist")
+    # A tokenizer the judge cannot load fails inside the referee actor, where every group would fall back silently.
+    tokenizer = judge.tokenizer if judge.backend == "openai" else None
+    if tokenizer:
+        from arena_verl.judge.openai_backend import looks_local  # the judge's own rule for "a folder, not a hub id"
+
+        if looks_local(tokenizer) and not Path(tokenizer).expanduser().is_dir():
+            problems.append(f"reward.arena.judge.tokenizer: {tokenizer} is not a folder")
+    if _select(config, "reward.reward_model.enable"):
+        rm_path = _select(config, "reward.reward_model.model_path")
+        if not rm_path or not Path(str(rm_path)).expanduser().exists():
+            problems.append(f"reward.reward_model.model_path: {rm_path} does not exist")
+    if not _select(config, "reward.sandbox_fusion.url"):
+        for key in ("data.train_files", "data.val_files"):
+            for path in _as_list(_plain(_select(config, key))):
+                code = sorted(_data_sources(path) & SANDBOX_DATA_SOURCES)
+                if code:
+                    problems.append(
+                        f"{key}: {path} has code problems ({', '.join(code)}) and reward.sandbox_fusion.url is not "
+                        "set: verl would run the generated code on the reward workers, outside a sandbox"
+                    )
+    return problems
+
+
+def _cluster_free_gpus() -> list[float]:
+    """Free GPUs of each alive node of RAY_ADDRESS's cluster."""
+    import os
+
+    import ray
+
+    from arena_verl.verl_edge.placement import free_gpus_per_node
+
+    ray.init(address=os.environ.get("RAY_ADDRESS", "auto"), logging_level="ERROR", log_to_driver=False)
+    try:
+        return free_gpus_per_node()
+    finally:
+        ray.shutdown()
+
+
+def _data_sources(path: str) -> set[str]:
+    """The data_source values of a parquet file (empty when it cannot be read: path_problems reports that)."""
+    try:
+        import pyarrow.parquet as pq
+
+        return {str(v) for v in pq.read_table(path, columns=["data_source"]).column(0).unique().to_pylist()}
+    except Exception:  # noqa: BLE001
+        return set()
+
+
+def judge_calls_per_group(settings) -> int:
+    """Judge calls one routed group costs under ``settings`` (the schedule's count, both orders if two-sided)."""
+    from arena_verl.core.tournament.schedulers import live_call_count, round_robin_call_count
+
+    n = settings.group_size
+    if settings.mode in ("pointwise", "adaptive_pointwise"):
+        return n
+    if settings.mode == "rlvr":
+        return 0
+    if settings.strategy == "round_robin":
+        pairs = round_robin_call_count(n)
+    elif settings.strategy == "live":
+        pairs = live_call_count(n)
+    else:
+        pairs = settings.budget if settings.budget is not None else live_call_count(n)
+    return pairs * (2 if settings.two_sided else 1)
+
+
+def judge_load_lines(config) -> list[str]:
+    """The judge's expected calls per training step: the prompts per step, the share of groups routed (every group for
+    rlaif_pointwise and tournament_all; the non-diverse share alpha otherwise) and the calls per routed group."""
+    from arena_verl.settings import settings_from_config
+
+    settings = settings_from_config(config)
+    prompts = int(_select(config, "data.train_batch_size") or 0)
+    per_group = judge_calls_per_group(settings)
+    if per_group == 0:
+        return ["judge: none (verifier rewards only)"]
+    head = f"judge calls per routed group: {per_group} (mode={settings.mode}, strategy={settings.strategy}, "
+    head += f"N={settings.group_size}); prompts per step: {prompts}"
+    if settings.mode in ("pointwise", "tournament_all"):
+        return [head, f"judge calls per step: {prompts * per_group} (every group is judged)"]
+    loads = ", ".join(f"alpha={a:.2f}: {math.ceil(a * prompts) * per_group}" for a in ALPHAS)
+    return [head, f"judge calls per step by the non-diverse share alpha: {loads}"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    show = commands.add_parser("show", help="compose, print key values and the judge's load, check paths")
+    show.add_argument("--config-name", required=True)
+    show.add_argument("--config-dir", default=str(CONFIG_DIR))
+    show.add_argument("--strict", action="store_true", help="missing paths are errors (exit 2)")
+    show.add_argument(
+        "--check-cluster", action="store_true", help="check that the run's GPU groups fit RAY_ADDRESS's nodes"
+    )
+    show.add_argument("overrides", nargs="*")
+    args = parser.parse_args(argv)
+    from arena_verl.settings import settings_from_config
+    from arena_verl.verl_edge.judge_placement import verl_placement_problems
+    from arena_verl.verl_edge.placement import demands_from_config, placement_problems, placement_warnings
+
+    try:
+        config = compose_experiment(args.config_name, args.overrides, Path(args.config_dir))
+        values = shown_values(config)
+        load = judge_load_lines(config)
+        settings = settings_from_config(config)
+        refusals = run_time_problems(config, waits_for_groups=settings.uses_judge)
+        refusals += verl_placement_problems(config, settings)
+        problems = path_problems(config)
+        cluster_warnings = []
+        if args.check_cluster:
+            # Each trainer node's share, each judge engine, verl's reward-model nodes must fit on one node each: a
+            # run that does not fit waits forever for its GPUs (the judge's routed groups fall back at the deadline).
+            free = _cluster_free_gpus()
+            demands = demands_from_config(config)
+            problems += placement_problems(demands, free)
+            cluster_warnings = placement_warnings(demands, free)
+    except Exception as exc:  # noqa: BLE001  (a bad config is one clear line, not a traceback)
+        print(f"error: the config does not compose or is invalid: {exc}", file=sys.stderr)
+        return 2
+    print(f"# composed config: {args.config_name} (+ {len(args.overrides)} overrides)")
+    for key, value in values.items():
+        print(f"{key}={value}")
+    print("# expected judge load")
+    for line in load:
+        print(line)
+    for warning in cluster_warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    label = "error" if args.strict else "warning"
+    for problem in problems:
+        print(f"{label}: {problem}", file=sys.stderr)
+    for refusal in refusals:
+        print(f"error: {refusal}", file=sys.stderr)
+    return 2 if refusals or (problems and args.strict) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,141 @@
+"""Arena metrics in the user's tracker (wandb, tensorboard, console, ...).
+
+verl 0.9.1 does not log a reward manager's extra info for training steps, and offers no hook to add metrics. The
+plugin therefore wraps ``verl.utils.tracking.Tracking`` (the driver's logger): when the job's reward manager is
+``arena`` and ``reward.arena.log_metrics`` is true, every training-step ``log`` call also carries the referees'
+counters for that step (the change since the previous step), as ``arena/*``. Reading them never fails a step: an
+unreachable referee only means no arena metrics for that step.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from arena_verl.core.referee import COUNTERS, derive_metrics
+from arena_verl.settings import ArenaSettings, settings_from_config
+
+logger = logging.getLogger(__name__)
+
+# Counters that only ever grow while a referee lives: one of them going down means the referee restarted. Signed sums
+# (order_effect_sum: a judge that favours the second trace fits a negative bonus) go down on their own.
+RESTART_COUNTERS = ("samples", "groups", "judge_calls")
+
+__all__ = ["install_tracking_hook", "ArenaMetricsReader", "generation_metrics", "DISCARDED_SAMPLE_KEYS"]
+
+# Prompt groups verl 0.9.1's V1 replay buffer generated for a step but did not train on
+# (trainer/ppo/v1/replay_buffer.py; despite the "_samples" names, each counts prompt uids, i.e. groups of rollout.n):
+# groups DAPO filtered out, surplus groups past the batch, stale groups, failed groups.
+DISCARDED_SAMPLE_KEYS = (
+    "training/filter_groups/evicted_samples",
+    "training/filter_groups/discarded_surplus_samples",
+    "training/off_policy/evicted_samples",
+    "training/rollout_failure/evicted_samples",
+)
+
+
+def generation_metrics(data: dict, prompts_per_batch: int, group_size: int) -> dict[str, float]:
+    """``arena/generations``: the rollouts a training step generated (the batch's ``train_batch_size * rollout.n``
+    plus the rollouts of the groups the replay buffer discarded for that step), and ``arena/generations_discarded``.
+    This is what the paper compares between RLVR + DAPO (which regenerates non-diverse groups) and the arena (which
+    keeps them)."""
+    discarded_groups = sum(float(data.get(key, 0.0) or 0.0) for key in DISCARDED_SAMPLE_KEYS)
+    discarded = discarded_groups * group_size
+    return {"arena/generations": prompts_per_batch * group_size + discarded, "arena/generations_discarded": discarded}
+
+
+def _batch_shape(config: Any) -> tuple[int, int]:
+    """(prompts per step, rollouts per prompt), or (0, 0) when the config lacks them (no generation count)."""
+    try:  # verl hands Tracking a plain dict (or a DictConfig)
+        return int(config["data"]["train_batch_size"]), int(config["actor_rollout_ref"]["rollout"]["n"])
+    except Exception:  # noqa: BLE001
+        return 0, 0
+
+
+class ArenaMetricsReader:
+    """Reads every referee shard's counters and returns what changed since the last read, summed over shards, plus
+    ``arena/tail_after_last_sample_s``: the time from the arrival (at any referee) of the step's last sample to the
+    answer of the step's last routed group (0 when nothing was routed), i.e. how long the reward stage kept the step
+    waiting after rollout had produced its last sample. A "step" is what arrived between two training-step logs."""
+
+    def __init__(self, settings: ArenaSettings, timeout_s: float = 10.0):
+        self.settings = settings
+        self.timeout_s = timeout_s
+        self._previous: dict[int, dict[str, float]] = {}
+
+    def step_metrics(self) -> dict[str, float]:
+        import ray
+
+        delta = {key: 0.0 for key in COUNTERS}
+        last_arrival, last_routed_answer = 0.0, 0.0
+        for shard in range(self.settings.num_referees):
+            try:
+                actor = ray.get_actor(f"{self.settings.referee_name}_{shard}")
+                shard_metrics, clock = ray.get([actor.metrics.remote(), actor.clock.remote()], timeout=self.timeout_s)
+            except Exception as exc:  # noqa: BLE001  (no referee yet, or unreachable: no metrics, no failure)
+                logger.debug("arena metrics: referee shard %d unavailable: %r", shard, exc)
+                continue
+            now = {key: float(shard_metrics.get(f"arena/{key}", 0.0)) for key in COUNTERS}
+            before = self._previous.get(shard, {})
+            if any(now[key] < before.get(key, 0.0) for key in RESTART_COUNTERS):
+                before = {}  # this referee restarted: its counters began again
+            for key in COUNTERS:
+                delta[key] += now[key] - before.get(key, 0.0)
+            self._previous[shard] = now
+            if now["samples"] > before.get("samples", 0.0):
+                last_arrival = max(last_arrival, clock["last_arrival"])
+            if now["groups_routed"] > before.get("groups_routed", 0.0):
+                last_routed_answer = max(last_routed_answer, clock["last_routed_answer"])
+        metrics = derive_metrics(delta)
+        routed = last_routed_answer > 0 and last_arrival > 0
+        metrics["arena/tail_after_last_sample_s"] = max(0.0, last_routed_answer - last_arrival) if routed else 0.0
+        return metrics
+
+
+def _uses_arena(config: Any) -> bool:
+    try:
+        reward_manager = ((config or {}).get("reward") or {}).get("reward_manager") or {}
+        return reward_manager.get("name") in ("arena", "ArenaRewardManager")
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def reader_from_config(config: Any) -> ArenaMetricsReader | None:
+    try:
+        if not _uses_arena(config):
+            return None
+        settings = settings_from_config(config)
+    except Exception as exc:  # noqa: BLE001  (bad settings are reported by the reward manager itself)
+        logger.debug("arena metrics disabled: %r", exc)
+        return None
+    return ArenaMetricsReader(settings) if settings.log_metrics else None
+
+
+def install_tracking_hook() -> None:
+    from verl.utils.tracking import Tracking
+
+    if getattr(Tracking, "_arena_hook", False):
+        return
+    original_init, original_log = Tracking.__init__, Tracking.log
+
+    def __init__(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        config = kwargs.get("config", args[3] if len(args) > 3 else None)
+        self._arena_metrics = reader_from_config(config)
+        self._arena_batch_shape = _batch_shape(config) if _uses_arena(config) else (0, 0)
+
+    def log(self, data, step, backend=None):
+        if "training/global_step" in data:
+            reader = getattr(self, "_arena_metrics", None)
+            try:
+                prompts, group_size = getattr(self, "_arena_batch_shape", (0, 0))
+                if prompts and group_size:
+                    data = {**data, **generation_metrics(data, prompts, group_size)}
+                if reader is not None:
+                    data = {**data, **reader.step_metrics()}
+            except Exception as exc:  # noqa: BLE001
+                logger.warning("arena metrics not logged for step %s: %r", step, exc)
+        return original_log(self, data, step, backend)
+
+    Tracking.__init__, Tracking.log = __init__, log
+    Tracking._arena_hook = True

@@ -1,0 +1,170 @@
+"""The reward manager's own rules, without Ray: referee loss, sample keys, math routing of data sources."""
+
+import asyncio
+
+import pytest
+import ray
+
+from arena_verl import reward_manager
+from arena_verl.core.referee import FALLBACK_REFEREE_LOST, Submission, Verdict
+from arena_verl.judge import Trace
+from arena_verl.settings import ArenaSettings
+
+
+class DeadHandle:
+    def __init__(self, error):
+        self.error = error
+        self.calls = 0
+        self.submit = self
+
+    def remote(self, submission):
+        self.calls += 1
+
+        async def fail():
+            raise self.error
+
+        return fail()
+
+
+def verdict_with(handle, monkeypatch, patience=0.5):
+    monkeypatch.setattr(reward_manager, "referee_handle", lambda settings, uid: handle)
+    monkeypatch.setattr(reward_manager, "_UNAVAILABLE_PATIENCE_S", patience)
+    manager = reward_manager.ArenaRewardManager.__new__(reward_manager.ArenaRewardManager)
+    manager.settings = ArenaSettings(group_size=8)
+    submission = Submission("u", "k", "p", Trace("t"), verifier_reward=1.0)
+    return asyncio.run(manager._referee_verdict(submission))
+
+
+@pytest.mark.parametrize("error", [ray.exceptions.ActorDiedError(), RuntimeError("boom"), asyncio.TimeoutError()])
+def test_a_lost_referee_gives_the_verifier_reward_at_once(monkeypatch, error):
+    handle = DeadHandle(error)
+    assert verdict_with(handle, monkeypatch) == Verdict(reward=1.0, fallback=FALLBACK_REFEREE_LOST)
+    assert handle.calls == 1
+
+
+def test_an_unavailable_referee_is_retried_until_patience_runs_out(monkeypatch):
+    handle = DeadHandle(ray.exceptions.ActorUnavailableError("restarting", None))
+    assert verdict_with(handle, monkeypatch, patience=1.0).fallback == FALLBACK_REFEREE_LOST
+    assert handle.calls >= 2
+
+
+def test_sample_keys_and_math_sources():
+    assert reward_manager._sample_key(3) == "session-3"
+    assert reward_manager._sample_key(None) != reward_manager._sample_key(None)  # one per call
+    patterns = ArenaSettings().math_data_sources
+    assert reward_manager._matches_source("openai/gsm8k", patterns)
+    assert reward_manager._matches_source("math_dapo", patterns)
+    assert not reward_manager._matches_source("codecontests", patterns)
+    assert reward_manager._matches_source("codecontests", ("*",))
+
+
+def test_verl_served_judge_uses_the_router_address():
+    from omegaconf import OmegaConf
+
+    from arena_verl.settings import settings_from_config
+
+    config = OmegaConf.create(
+        {
+            "actor_rollout_ref": {"rollout": {"n": 8}},
+            "reward": {
+                # verl serves the judge in a pool of its own, awake (arena_verl.verl_edge.judge_placement)
+                "reward_model": {
+                    "enable": True,
+                    "enable_resource_pool": True,
+                    "model_path": "/models/judge",
+                    "rollout": {"free_cache_engine": False},
+                },
+                "arena": {"judge": {"backend": "openai", "base_url": "verl"}},
+            },
+        }
+    )
+    settings = reward_manager._with_verl_router(settings_from_config(config), config, "127.0.0.1:8000")
+    assert settings.judge.base_url == "http://127.0.0.1:8000/v1" and settings.judge.model_path == "/models/judge"
+    with pytest.raises(ValueError, match="reward.reward_model.enable=true"):
+        reward_manager._with_verl_router(settings_from_config(config), config, None)
+    config.reward.reward_model.rollout.free_cache_engine = True  # verl's default: the judge would sleep for good
+    with pytest.raises(ValueError, match="free_cache_engine"):
+        reward_manager._with_verl_router(settings_from_config(config), config, "127.0.0.1:8000")
+
+
+def test_verl_reward_fn_is_the_verifier():
+    from arena_verl.verl_reward_fn import compute_score
+
+    assert compute_score("anything", "so \\boxed{1/2}", "0.5") == {"score": 1.0, "acc": 1.0}
+    assert compute_score("anything", "no answer", "0.5")["score"] == 0.0
+
+
+def test_multiple_choice_sources_are_scored_by_letter_not_by_verls_default():
+    """verl 0.9.1's default_compute_score has no GPQA scorer (it raises, which would score every sample 0)."""
+    from verl.utils.reward_score import default_compute_score
+
+    manager = reward_manager.ArenaRewardManager.__new__(reward_manager.ArenaRewardManager)
+    manager.settings = ArenaSettings(group_size=8)
+    manager.user_scorer, manager.default_scorer = None, default_compute_score
+
+    def verify(text, truth, source="gpqa_diamond"):
+        async def run():
+            manager.loop = asyncio.get_running_loop()
+            return await manager._verify(source, text, truth, {})
+
+        return asyncio.run(run())
+
+    assert verify("... so the answer is \\boxed{C}", "C") == reward_manager.VerifyResult(1.0, "correct")
+    assert verify("\\boxed{B}", "C").status == "wrong"
+    assert verify("\\boxed{B} or \\boxed{C}", "C").status == "no_answer"  # a hedge never wins
+    assert verify("\\boxed{C}", "not a letter").status == "error"  # a broken data file: counted, no crash
+    assert verify("\\boxed{C}", "C", source="my_gpqa_subset").score == 1.0
+    assert verify("\\boxed{C}", "C", source="other_mc").status == "error"  # not listed: verl's default raises
+
+
+@pytest.mark.parametrize(
+    ("result", "solved"),
+    [(1.0, True), (True, True), (0.3, False), (-1.0, False), ({"score": -1.0, "acc": False}, False),
+     ({"score": 1.0, "acc": True}, True), ({"score": 0.5, "acc": True}, True), (0.9999, False)],
+)  # fmt: skip
+def test_acc_of_a_reward_function_is_its_own_acc_or_a_full_score(result, solved):
+    """A code scorer's fraction of passed tests (0.3) is not a solved problem (pass@k and DAPO's acc filter)."""
+    manager = reward_manager.ArenaRewardManager.__new__(reward_manager.ArenaRewardManager)
+    manager.settings = ArenaSettings(group_size=8)
+    manager.user_scorer, manager.default_scorer = None, lambda **kwargs: result
+
+    async def run():
+        manager.loop = asyncio.get_running_loop()
+        return await manager._verify("codecontests", "print(1)", "{}", {})
+
+    assert (asyncio.run(run()).status == "correct") is solved
+
+
+def test_the_arenas_own_reward_fn_keeps_the_managers_routing():
+    """With verl serving the judge, verl calls the manager only beside a custom reward function, so the recipes set
+    arena_verl.verl_reward_fn (math only). That must not turn GPQA and code into math: the manager keeps its own
+    routing, and code goes to verl's scorer with the job's sandbox URL."""
+    from omegaconf import OmegaConf
+
+    from arena_verl.verl_reward_fn import compute_score as own_fn
+
+    def manager_for(path, function=own_fn):
+        config = OmegaConf.create({
+            "actor_rollout_ref": {"rollout": {"n": 8}},
+            "reward": {"custom_reward_function": {"path": path, "name": "compute_score"},
+                       "sandbox_fusion": {"url": "http://sandbox:8080/run_code", "max_concurrent": 4},
+                       "arena": {"mode": "rlvr"}},
+        })  # fmt: skip
+        return reward_manager.ArenaRewardManager(config, tokenizer=None, compute_score=function)
+
+    ours = manager_for("pkg://arena_verl.verl_reward_fn")
+    assert ours.user_scorer is None
+    assert ours.default_scorer.keywords["sandbox_fusion_url"] == "http://sandbox:8080/run_code"
+
+    async def verify(manager, source, text, truth):
+        manager.loop = asyncio.get_running_loop()
+        return await manager._verify(source, text, truth, {})
+
+    assert asyncio.run(verify(ours, "gpqa_diamond", "\\boxed{A} or \\boxed{B}", "A")).status == "no_answer"
+
+    def users_fn(**kwargs):
+        return 0.25
+
+    users = manager_for("/home/me/my_reward.py", users_fn)  # a user's own function replaces the routing (documented)
+    assert users.user_scorer is users_fn
+    assert asyncio.run(verify(users, "gpqa_diamond", "\\boxed{A}", "A")).score == 0.25

@@ -1,0 +1,126 @@
+"""The tracker reader: per-step deltas summed over shards, a restarted referee, an unreachable one."""
+
+import ray
+
+from arena_verl.settings import ArenaSettings
+from arena_verl.verl_edge import tracking
+
+
+class _Method:
+    def __init__(self, values):
+        self.values = values
+
+    def remote(self):
+        return self.values.pop(0)
+
+
+class FakeActor:
+    def __init__(self, values, clocks=None):
+        self.metrics = _Method(values)
+        self.clock = _Method(clocks or [{"last_arrival": 0.0, "last_routed_answer": 0.0}] * len(values))
+
+
+def fake_get(value, timeout=None):
+    return list(value) if isinstance(value, list) else value
+
+
+def test_step_metrics_are_deltas_over_shards_and_survive_a_restart(monkeypatch):
+    routed = {"arena/groups_routed": 2.0}
+    shard0 = FakeActor([{"arena/groups": 4.0, **routed}, {"arena/groups": 10.0, **routed}, {"arena/groups": 1.0}])
+    shard1 = FakeActor([{"arena/groups": 1.0}, {"arena/groups": 2.0}, {"arena/groups": 4.0}])
+    actors = {"arena_referee_0": shard0, "arena_referee_1": shard1}
+    monkeypatch.setattr(ray, "get_actor", lambda name: actors[name])
+    monkeypatch.setattr(ray, "get", fake_get)
+    reader = tracking.ArenaMetricsReader(ArenaSettings(group_size=8, num_referees=2))
+    first, second, third = (reader.step_metrics() for _ in range(3))
+    assert first["arena/groups"] == 5 and first["arena/alpha_routed"] == 0.4
+    assert second["arena/groups"] == 7  # (10 + 2) - (4 + 1)
+    assert third["arena/groups"] == 3  # shard 0 restarted (its counters began again: 1), shard 1 moved on by 2
+
+
+def test_a_signed_counter_going_down_is_not_a_restart(monkeypatch):
+    # A judge that favours the trace shown second fits a negative order effect: the running sum goes down.
+    def counts(groups, order_effect_sum):
+        return {
+            "arena/groups": groups,
+            "arena/judge_calls": 10.0 * groups,
+            "arena/order_effect_sum": order_effect_sum,
+            "arena/order_effect_fits": groups,
+        }
+
+    shard = FakeActor([counts(100.0, 5.0), counts(110.0, 4.0)])
+    monkeypatch.setattr(ray, "get_actor", lambda name: shard)
+    monkeypatch.setattr(ray, "get", fake_get)
+    reader = tracking.ArenaMetricsReader(ArenaSettings(group_size=8))
+    reader.step_metrics()
+    second = reader.step_metrics()
+    assert second["arena/groups"] == 10 and second["arena/judge_calls"] == 100  # the step's, not the run's
+    assert second["arena/order_effect"] == -0.1
+
+
+def test_an_unreachable_referee_gives_zero_metrics_not_an_error(monkeypatch):
+    def missing(name):
+        raise ValueError(f"no actor {name}")
+
+    monkeypatch.setattr(ray, "get_actor", missing)
+    metrics = tracking.ArenaMetricsReader(ArenaSettings(group_size=8)).step_metrics()
+    assert metrics["arena/groups"] == 0 and metrics["arena/alpha_routed"] == 0
+
+
+def test_reader_only_for_the_arena_manager_with_metrics_on():
+    base = {"actor_rollout_ref": {"rollout": {"n": 8}}}
+    assert tracking.reader_from_config({**base, "reward": {"reward_manager": {"name": "naive"}}}) is None
+    arena = {**base, "reward": {"reward_manager": {"name": "arena"}, "arena": {}}}
+    assert isinstance(tracking.reader_from_config(arena), tracking.ArenaMetricsReader)
+    off = {**base, "reward": {"reward_manager": {"name": "arena"}, "arena": {"log_metrics": False}}}
+    assert tracking.reader_from_config(off) is None
+
+
+def test_tail_is_last_routed_answer_after_the_last_arrival_over_all_shards(monkeypatch):
+    def state(samples, routed, arrival, answer):
+        return {"arena/samples": samples, "arena/groups_routed": routed}, {
+            "last_arrival": arrival,
+            "last_routed_answer": answer,
+        }
+
+    # Step 1: shard 0's last sample at t=100, shard 1's at t=104; shard 0 answers its last routed group at t=107.
+    # Step 2: samples arrive, nothing is routed. Step 3: a routed answer before the last arrival.
+    steps0 = [state(8, 1, 100.0, 107.0), state(16, 1, 110.0, 107.0), state(24, 2, 120.0, 118.0)]
+    steps1 = [state(8, 0, 104.0, 0.0), state(16, 0, 111.0, 0.0), state(24, 0, 121.0, 0.0)]
+    actors = {
+        "arena_referee_0": FakeActor([m for m, _ in steps0], [c for _, c in steps0]),
+        "arena_referee_1": FakeActor([m for m, _ in steps1], [c for _, c in steps1]),
+    }
+    monkeypatch.setattr(ray, "get_actor", lambda name: actors[name])
+    monkeypatch.setattr(ray, "get", fake_get)
+    reader = tracking.ArenaMetricsReader(ArenaSettings(group_size=8, num_referees=2))
+    tails = [reader.step_metrics()["arena/tail_after_last_sample_s"] for _ in range(3)]
+    assert tails == [3.0, 0.0, 0.0]  # 107 - max(100, 104); nothing routed; answered 3 s before the last arrival
+
+
+def test_generations_are_the_batch_plus_the_groups_the_replay_buffer_discarded():
+    # verl counts discarded prompt groups (uids) under "..._samples": each is rollout.n rollouts.
+    data = {"training/filter_groups/evicted_samples": 3, "training/off_policy/evicted_samples": 1, "x": 1}
+    assert tracking.generation_metrics(data, 8, 8) == {"arena/generations": 96.0, "arena/generations_discarded": 32.0}
+    assert tracking.generation_metrics({}, 8, 8)["arena/generations"] == 64.0
+
+
+def test_verls_tracker_logs_generations_per_training_step(tmp_path, monkeypatch):
+    """Through verl's own Tracking class and file logger, as the trainer calls it (config as a plain dict)."""
+    import json
+
+    from verl.utils.tracking import Tracking
+
+    tracking.install_tracking_hook()
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(tmp_path / "metrics.jsonl"))
+    config = {
+        "data": {"train_batch_size": 16},
+        "actor_rollout_ref": {"rollout": {"n": 8}},
+        "reward": {"reward_manager": {"name": "arena"}, "arena": {"mode": "rlvr", "log_metrics": False}},
+    }
+    logger = Tracking(project_name="p", experiment_name="e", default_backend=["file"], config=config)
+    logger.log({"training/global_step": 1, "training/filter_groups/evicted_samples": 5}, step=1)  # 5 groups
+    logger.log({"val-core/aime/acc/mean@16": 0.5}, step=1)  # validation only: no generation count
+    records = [json.loads(line)["data"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert records[0]["arena/generations"] == 16 * 8 + 5 * 8 and records[0]["arena/generations_discarded"] == 40
+    assert "arena/generations" not in records[1]
