@@ -27,9 +27,11 @@ from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from arena_verl.actors.referee_actor import forget_referee, referee_handle
-from arena_verl.core.referee import FALLBACK_REFEREE_LOST, Submission, Verdict
+from arena_verl.core.names import FALLBACK_REFEREE_LOST
+from arena_verl.core.referee import Submission, Verdict
+from arena_verl.core.sources import SourceKind, classify_source
 from arena_verl.judge.base import Trace
-from arena_verl.judge.prompts import task_of
+from arena_verl.judge.prompts import check_judge_templates
 from arena_verl.settings import ArenaSettings, settings_from_config
 from arena_verl.verify import multiple_choice
 from arena_verl.verify.math_verifier import STATUSES, MathVerifier, VerifyResult, ground_truth_text
@@ -70,6 +72,7 @@ class ArenaRewardManager(RewardManagerBase):
                  **kwargs):  # fmt: skip
         super().__init__(config, tokenizer, compute_score)
         self.settings: ArenaSettings = _with_verl_router(settings_from_config(config), config, reward_router_address)
+        check_judge_templates(self.settings.judge)  # here, not in the referee actor where every group would fall back
         # rlvr: the referee counts the groups for the tracker (log_metrics) and for DAPO's bound on generation
         # batches, whose warnings and error say how many groups of the step were kept (arena_verl.verl_edge.dapo_bound).
         self.observe_rlvr = self.settings.log_metrics or filter_groups_enabled(config)
@@ -137,7 +140,7 @@ class ArenaRewardManager(RewardManagerBase):
             problem=await self.loop.run_in_executor(None, self._problem_text, item),
             trace=Trace(text=text, quality_hint=_float_or_none(extra_info.get("sim_quality"))),
             reference=ground_truth_text(ground_truth),
-            task=task_of(data_source, self.settings.math_data_sources),
+            task=self._source(data_source).template,
         )
         return _answer(verified, await self._referee_verdict(submission), validation)
 
@@ -177,11 +180,18 @@ class ArenaRewardManager(RewardManagerBase):
             forget_referee(s, submission.uid)
             return Verdict(reward=submission.verifier_reward, fallback=FALLBACK_REFEREE_LOST)
 
+    def _source(self, data_source: str) -> SourceKind:
+        s = self.settings
+        return classify_source(
+            data_source, math_sources=s.math_data_sources, multiple_choice_sources=s.multiple_choice_data_sources
+        )
+
     async def _verify(self, data_source: str, text: str, ground_truth: Any, extra_info: dict) -> VerifyResult:
         scorer = self.user_scorer
-        if scorer is None and _matches_source(data_source, self.settings.multiple_choice_data_sources):
+        verifier = self._source(data_source).verifier if scorer is None else "user"
+        if verifier == "multiple_choice":
             return _multiple_choice(text, ground_truth, data_source)
-        if scorer is None and _matches_source(data_source, self.settings.math_data_sources):
+        if verifier == "math":
             return await self.loop.run_in_executor(None, self._verifier.score, text, ground_truth)
         scorer = scorer or self.default_scorer
         kwargs = dict(data_source=data_source, solution_str=text, ground_truth=ground_truth, extra_info=extra_info)
@@ -300,12 +310,6 @@ def _multiple_choice(text: str, ground_truth: Any, data_source: str) -> VerifyRe
     if score > 0:
         return VerifyResult(1.0, "correct")
     return VerifyResult(0.0, "wrong" if multiple_choice.extract_choice(text) else "no_answer")
-
-
-def _matches_source(data_source: str, patterns: tuple[str, ...]) -> bool:
-    """Whether ``data_source`` contains one of the (case-insensitive) substrings; ``*`` matches all."""
-    lowered = data_source.lower()
-    return "*" in patterns or any(p.lower() in lowered for p in patterns)
 
 
 def _float_or_none(value: Any) -> float | None:

@@ -13,16 +13,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from arena_verl.core.tournament import FAILURE_POLICIES, STRATEGIES
-from arena_verl.verify.math_verifier import EXTRACTION_MODES
+from arena_verl.core.names import (
+    DEFAULT_STRATEGY,
+    DIVERSITY_TOL,
+    EXTRACTION_MODES,
+    FAILURE_POLICIES,
+    JUDGE_BACKENDS,
+    MODES,
+    STRATEGIES,
+)
+from arena_verl.core.sources import MATH_SOURCES, MULTIPLE_CHOICE_SOURCES
 
 __all__ = ["MODES", "JUDGE_BACKENDS", "JudgeSettings", "ArenaSettings", "settings_from_config", "config_value"]
 
-MODES = ("rlvr", "pointwise", "tournament_all", "adaptive_pointwise", "arena")
-# The strategy of a mode when reward.arena.strategy is null: the paper's ArenaRL baseline is a full round robin.
-DEFAULT_STRATEGY = {"tournament_all": "round_robin", "arena": "live"}
 _DAY_S = 86_400.0
-JUDGE_BACKENDS = ("simulated", "transformers", "openai", "vllm")
 _PREFIX = "reward.arena"
 
 
@@ -87,7 +91,7 @@ class ArenaSettings:
     strategy: str | None = None  # None: the mode's own (tournament_all: round_robin, the ArenaRL baseline; else live)
     budget: int | None = None  # judge calls per routed group for budgeted strategies; None = live's count
     group_size: int = 0  # 0 = actor_rollout_ref.rollout.n
-    diversity_tol: float = 1e-6  # verifier rewards closer than this count as equal
+    diversity_tol: float = DIVERSITY_TOL  # verifier rewards closer than this count as equal
     reward_scale: float = 0.5  # reward = verifier + scale * (sigmoid(theta - mean) - 0.5); in (0, 1)
     allow_reward_scale_above_one: bool = False  # opt-in: scale >= 1 lets a routed wrong trace outrank a right one
     l2: float = 0.1
@@ -106,10 +110,9 @@ class ArenaSettings:
     num_referees: int = 1  # referee actors, groups sharded by uid
     referee_name: str = "arena_referee"
     validation_splits: tuple[str, ...] = ("test", "val", "validation")  # extra_info.split values of validation data
-    math_data_sources: tuple[str, ...] = ("math", "gsm8k", "aime", "amc", "olympiad", "numina", "deepscaler")
-    multiple_choice_data_sources: tuple[str, ...] = (
-        "gpqa",
-    )  # scored by arena_verl.verify.multiple_choice (one letter)
+    # data_source substrings of each kind (arena_verl.core.sources has the rule that uses them).
+    math_data_sources: tuple[str, ...] = MATH_SOURCES
+    multiple_choice_data_sources: tuple[str, ...] = MULTIPLE_CHOICE_SOURCES  # arena_verl.verify.multiple_choice
     verifier_timeout_s: float = 10.0
     verifier_workers: int = 1
     answer_extraction: str = "boxed"  # boxed | lenient: a trace without a box is read by math-verify's extraction
@@ -227,22 +230,8 @@ def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
         raise ValueError(f"{_PREFIX}.judge.tokenizer must be a tokenizer folder or hub id, or null; got ''")
     if judge.backend == "openai" and judge.base_url != "verl" and not judge.model_path:
         raise ValueError(f"{_PREFIX}.judge.model_path is required for the openai backend (the served model's name)")
-    if judge.backend != "simulated":
-        if judge.pairwise_template is not None:
-            _check_template("judge.pairwise_template", judge.pairwise_template, ("{first}", "{second}"))
-        _check_template("judge.pointwise_template", judge.pointwise_template, ("{trace}",))
-
-
-def _check_template(key: str, name: str, needed: tuple[str, ...]) -> None:
-    from arena_verl.judge.prompts import load_template  # the judge package imports these settings
-
-    try:
-        text = load_template(name)
-    except ValueError as exc:
-        raise ValueError(f"{_PREFIX}.{key}: {exc}") from None
-    missing = [p for p in needed if p not in text]
-    if missing:
-        raise ValueError(f"{_PREFIX}.{key}={name!r} lacks {missing}: it is not a {key.split('.')[-1][:-9]} template")
+    # The templates' files are checked by the judge layer (arena_verl.judge.prompts.check_judge_templates), which
+    # the reward manager, the recipes' pre-flight and the tools' --judge call right after these settings.
 
 
 def _in_range(key: str, value: float, low: float, high: float, low_open: bool = False) -> None:

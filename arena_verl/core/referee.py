@@ -22,6 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from arena_verl.core.limiter import PRIORITY_COMPLETE, PRIORITY_SPECULATIVE, PriorityLimiter
+from arena_verl.core.names import (
+    FALLBACK_DEADLINE,
+    FALLBACK_JUDGE_ERROR,
+    FALLBACK_LATE,
+    FALLBACK_OVERFLOW,
+    FALLBACK_REASONS,
+)
 from arena_verl.core.routing import (
     ROUTE_POINTWISE,
     ROUTE_TOURNAMENT,
@@ -32,6 +39,7 @@ from arena_verl.core.routing import (
     tournament_rewards,
 )
 from arena_verl.core.tournament import Tournament, contained, valid_outcome
+from arena_verl.core.tournament.options import TournamentOptions
 from arena_verl.judge.base import Judge, Trace
 from arena_verl.settings import ArenaSettings
 
@@ -49,16 +57,6 @@ __all__ = [
     "position_figures",
 ]
 
-# Fallback reason codes (extra info "arena/fallback"): 0 = none.
-FALLBACK_REASONS = {
-    0: "none",
-    1: "deadline",  # the group was still incomplete at its deadline
-    2: "judge_error",  # the tournament or pointwise judging failed or timed out
-    3: "referee_lost",  # the referee actor died or could not be reached (set by the reward manager)
-    4: "overflow",  # more samples than the group size
-    5: "late",  # arrived after its group was answered
-}
-FALLBACK_DEADLINE, FALLBACK_JUDGE_ERROR, FALLBACK_REFEREE_LOST, FALLBACK_OVERFLOW, FALLBACK_LATE = 1, 2, 3, 4, 5
 NEUTRAL_SCORE = 0.5  # what a failed pointwise score counts as
 _RECENT_GROUPS = 20_000  # answered groups remembered (without traces) for duplicates and late samples
 _STEPS_KEPT = 512  # per-step counters kept for metrics(step)
@@ -162,6 +160,7 @@ class Referee:
     def __init__(self, settings: ArenaSettings, judge: Judge):
         self.settings = settings
         self.judge = judge
+        self._tournament_options = TournamentOptions.from_settings(settings)
         # max_concurrency caps the judge pool's calls in flight over all referee shards: each shard takes its share.
         self._limiter = PriorityLimiter(max(1, math.ceil(settings.judge.max_concurrency / settings.num_referees)))
         self._latency_s: float | None = None  # running typical duration of one judge call
@@ -298,8 +297,6 @@ class Referee:
         return gate
 
     def _new_tournament(self, group: _Group) -> Tournament:
-        s = self.settings
-
         async def judge(first: int, second: int) -> float | None:
             a, b = group.members[first], group.members[second]
             return await self._bounded(
@@ -310,19 +307,9 @@ class Referee:
         return Tournament(
             group.size,
             judge,
-            s.strategy,
-            s.budget,
             seed=_stable_seed(group.uid),
-            l2=s.l2,
-            order_effect=s.order_effect,
-            two_sided=s.two_sided,
-            mirror_augment=s.mirror_augment,
-            on_failure=s.on_judge_failure,
-            prefix_aware=s.prefix_aware,
-            wait_for_verdicts=s.wait_for_verdicts,
-            final_calls=s.final_calls,
-            pace=s.pace,
             idle_gate=self._idle_gate(group),
+            **self._tournament_options.tournament_kwargs(),
         )
 
     async def _answer(self, group: _Group) -> None:

@@ -6,12 +6,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from arena_verl.core.names import ROUTE_POINTWISE, ROUTE_TOURNAMENT, ROUTE_VERIFIER
 from arena_verl.core.tournament import strengths_to_rewards
 
 __all__ = ["ROUTE_VERIFIER", "ROUTE_TOURNAMENT", "ROUTE_POINTWISE", "is_uniform", "decide_route", "pointwise_reward"]
-
-ROUTE_VERIFIER, ROUTE_TOURNAMENT, ROUTE_POINTWISE = 0, 1, 2
-ROUTE_NAMES = {ROUTE_VERIFIER: "verifier", ROUTE_TOURNAMENT: "tournament", ROUTE_POINTWISE: "pointwise"}
 
 
 def is_uniform(verifier_rewards: Sequence[float], tol: float) -> bool:

@@ -39,9 +39,9 @@ from typing import Any
 
 import numpy as np
 
+from arena_verl.core.sources import CODE_SOURCES, KINDS, classify_source
 from arena_verl.data.dumps import EvaluationInputError, Sample
 from arena_verl.evaluation.pass_at_k import average_pass_ratio, pass_at_k
-from arena_verl.settings import ArenaSettings
 from arena_verl.verify import multiple_choice
 
 __all__ = [
@@ -57,12 +57,6 @@ __all__ = [
     "report_json",
 ]
 
-KINDS = ("math", "multiple_choice", "code", "unknown")
-# The reward manager's defaults, so that both agree on what is math and what is multiple choice.
-MATH_SOURCES = ArenaSettings().math_data_sources
-MULTIPLE_CHOICE_SOURCES = ArenaSettings().multiple_choice_data_sources
-# "code" covers codecontests (the LiveCodeBench preset's data source, verl's sandbox route) and codeforces.
-CODE_SOURCES = ("code", "livecodebench", "apps", "taco", "humaneval", "mbpp", "leetcode")
 DEFAULT_KS = {"code": (5,)}  # the paper: pass@5 for LiveCodeBench; avg@n (always reported) for math and GPQA
 
 
@@ -100,16 +94,8 @@ class StepReport:
 
 
 def benchmark_kind(data_source: str, ability: str | None) -> str:
-    """One of ``KINDS`` (the table in the module docstring)."""
-    source = (data_source or "").lower()
-    ability = (ability or "").lower()
-    if ability == "multiple_choice" or any(name.lower() in source for name in MULTIPLE_CHOICE_SOURCES):
-        return "multiple_choice"
-    if ability == "code" or any(name in source for name in CODE_SOURCES):
-        return "code"
-    if ability == "math" or any(name.lower() in source for name in MATH_SOURCES):
-        return "math"
-    return "unknown"
+    """One of ``KINDS`` (:func:`arena_verl.core.sources.classify_source` with the settings' default source lists)."""
+    return classify_source(data_source, ability).kind
 
 
 # ------------------------------------------------------------------------------------------------------ scoring

@@ -3,23 +3,35 @@
 A judge compares two traces of one problem (``compare``: 1.0 = first shown won, 0.0 = second won, 0.5 = tie,
 ``None`` = no usable verdict) or scores one trace (``score``: 0, 0.5 or 1, ``None`` = no usable score). A judge
 never raises for a bad verdict: failures are ``None`` and are counted by the caller.
+
+The names below load on first use (PEP 562), so that importing one light module of this package (the templates,
+the verdict parser) does not import the backends' dependencies.
 """
 
-from arena_verl.judge.base import Judge, JudgeStats, Trace
-from arena_verl.judge.factory import make_judge
-from arena_verl.judge.prompts import build_pairwise_messages, build_pointwise_messages, sanitize_trace
-from arena_verl.judge.simulated import SimulatedTraceJudge
-from arena_verl.judge.verdict import parse_score, parse_verdict
+import importlib
 
-__all__ = [
-    "Judge",
-    "JudgeStats",
-    "Trace",
-    "SimulatedTraceJudge",
-    "build_pairwise_messages",
-    "build_pointwise_messages",
-    "make_judge",
-    "parse_score",
-    "parse_verdict",
-    "sanitize_trace",
-]
+_EXPORTS = {
+    "Judge": "arena_verl.judge.base",
+    "JudgeStats": "arena_verl.judge.base",
+    "Trace": "arena_verl.judge.base",
+    "SimulatedTraceJudge": "arena_verl.judge.simulated",
+    "build_pairwise_messages": "arena_verl.judge.prompts",
+    "build_pointwise_messages": "arena_verl.judge.prompts",
+    "sanitize_trace": "arena_verl.judge.prompts",
+    "make_judge": "arena_verl.judge.factory",
+    "parse_score": "arena_verl.judge.verdict",
+    "parse_verdict": "arena_verl.judge.verdict",
+}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -38,6 +38,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from arena_verl.core.sources import classify_source
+
 __all__ = [
     "build_pairwise_messages",
     "build_pointwise_messages",
@@ -48,6 +50,7 @@ __all__ = [
     "load_template",
     "TEMPLATES",
     "task_of",
+    "check_judge_templates",
     "new_delimiter",
 ]
 
@@ -59,7 +62,6 @@ TEMPLATES = {
     "pointwise": "pointwise_proof.txt",
 }
 _PLACEHOLDER = re.compile(r"\{(problem|first|second|trace|tag|reference_block)\}")
-_CODE_SOURCES = ("code", "apps", "taco", "livecodebench", "humaneval", "mbpp", "leetcode")
 
 EMPTY = "(empty response)"
 _MARKER = "\n[... {} characters omitted ...]\n"
@@ -121,14 +123,31 @@ _DEFAULT_IGNORABLE = (
 )  # fmt: skip
 
 
-def task_of(data_source: str, math_sources: tuple[str, ...]) -> str:
-    """Which pairwise template a sample's ``data_source`` gets: ``math``, ``code`` or ``generic``."""
-    lowered = data_source.lower()
-    if "*" in math_sources or any(s.lower() in lowered for s in math_sources):
-        return "math"
-    if any(s in lowered for s in _CODE_SOURCES):
-        return "code"
-    return "generic"
+def task_of(data_source: str, math_sources: tuple[str, ...], ability: str | None = None) -> str:
+    """Which pairwise template a sample's ``data_source`` gets: ``math``, ``code`` or ``generic``
+    (:func:`arena_verl.core.sources.classify_source`'s rule)."""
+    return classify_source(data_source, ability, math_sources=math_sources).template
+
+
+def check_judge_templates(judge) -> None:
+    """A model-backed judge's templates (``reward.arena.judge.*_template``) can be read and have their placeholders;
+    else a ``ValueError`` naming the key. Called at start-up, right after the settings are read."""
+    if judge.backend == "simulated":
+        return
+    if judge.pairwise_template is not None:
+        _check_template("judge.pairwise_template", judge.pairwise_template, ("{first}", "{second}"))
+    _check_template("judge.pointwise_template", judge.pointwise_template, ("{trace}",))
+
+
+def _check_template(key: str, name: str, needed: tuple[str, ...]) -> None:
+    try:
+        text = load_template(name)
+    except ValueError as exc:
+        raise ValueError(f"reward.arena.{key}: {exc}") from None
+    missing = [p for p in needed if p not in text]
+    if missing:
+        kind = key.split(".")[-1][: -len("_template")]
+        raise ValueError(f"reward.arena.{key}={name!r} lacks {missing}: it is not a {kind} template")
 
 
 @functools.lru_cache(maxsize=32)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from arena_verl.judge.prompts import check_judge_templates
 from arena_verl.settings import JudgeSettings, settings_from_config
 
 __all__ = ["JUDGE_SPEC_FORMS", "SIM_OPTIONS", "judge_settings_from_spec", "judge_spec"]
@@ -72,6 +73,7 @@ def judge_settings_from_spec(spec: str, **overrides) -> JudgeSettings:
     try:
         # The training config's own reader: type checks, unknown keys and every range, named by key.
         arena = settings_from_config({"reward": {"arena": {"group_size": 2, "judge": {**fields, **overrides}}}})
+        check_judge_templates(arena.judge)
     except ValueError as exc:
         raise ValueError(f"judge {spec!r}: {exc}") from None
     return arena.judge

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from arena_verl.core.sources import classify_source
 from arena_verl.verl_edge.rules import run_time_problems
 
 __all__ = ["compose_experiment", "shown_values", "path_problems", "judge_calls_per_group", "judge_load_lines"]
@@ -64,9 +65,6 @@ SHOWN_KEYS = (
     "reward.reward_manager.name",
     "reward.custom_reward_function.path",
 )
-# data_source values verl 0.9.1's default_compute_score scores by running the generated code (sandbox_fusion with
-# reward.sandbox_fusion.url, else prime_code in a local process).
-SANDBOX_DATA_SOURCES = frozenset({"codecontests", "apps", "codeforces", "taco"})
 # Non-diverse shares of groups (the paper's alpha: groups whose verifier rewards agree) to show the judge load at.
 ALPHAS = (0.25, 0.5, 0.75)
 
@@ -129,6 +127,7 @@ def _looks_local(path: str) -> bool:
 
 def path_problems(config) -> list[str]:
     """Paths the run would read that are not there: data files, the policy, a judge model folder."""
+    from arena_verl.judge.prompts import check_judge_templates
     from arena_verl.settings import settings_from_config
 
     problems = []
@@ -141,6 +140,10 @@ def path_problems(config) -> list[str]:
         where = "does not exist" if _looks_local(str(model)) else "is not a local folder (verl would fetch it)"
         problems.append(f"actor_rollout_ref.model.path: {model} {where}")
     judge = settings_from_config(config).judge
+    try:
+        check_judge_templates(judge)
+    except ValueError as exc:
+        problems.append(str(exc))
     if judge.backend in ("vllm", "transformers") and judge.model_path and not Path(judge.model_path).exists():
         problems.append(f"reward.arena.judge.model_path: {judge.model_path} does not exist")
     # A tokenizer the judge cannot load fails inside the referee actor, where every group would fall back silently.
@@ -157,7 +160,7 @@ def path_problems(config) -> list[str]:
     if not _select(config, "reward.sandbox_fusion.url"):
         for key in ("data.train_files", "data.val_files"):
             for path in _as_list(_plain(_select(config, key))):
-                code = sorted(_data_sources(path) & SANDBOX_DATA_SOURCES)
+                code = sorted(s for s in _data_sources(path) if classify_source(s).runs_code_in_verl)
                 if code:
                     problems.append(
                         f"{key}: {path} has code problems ({', '.join(code)}) and reward.sandbox_fusion.url is not "

@@ -58,6 +58,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from arena_verl.core.names import EXTRACTION_MODES, VERIFY_STATUSES
+
 logger = logging.getLogger(__name__)
 
 __all__ = [
@@ -69,8 +71,7 @@ __all__ = [
     "ground_truth_text",
 ]
 
-STATUSES = ("correct", "wrong", "no_answer", "hedged", "empty", "timeout", "error")
-EXTRACTION_MODES = ("boxed", "lenient")
+STATUSES = VERIFY_STATUSES
 _BOX_OPENERS = ("\\boxed{", "\\fbox{", "\\boxed {")
 # The last "answer is|:|=" on the line (``.*`` is greedy): "Final Answer: The final answer is $5$" gives "$5$".
 _ANSWER_LINE = re.compile(r".*\banswer\s*(?:is\b\s*:?|:|=)\s*(?P<answer>.+?)\s*$", re.IGNORECASE)

@@ -3,10 +3,10 @@ reads into valid arena settings: a misspelt or legacy key (``reward_model.*``) w
 
 import pytest
 from hydra import compose, initialize_config_dir, initialize_config_module
-from omegaconf import OmegaConf
 
 from arena_verl.settings import settings_from_config
 from helpers import paths
+from helpers.config_keys import leaves, suspicious_keys
 
 CONFIGS = paths.CONFIGS
 TOP_LEVEL = sorted(p.stem for p in CONFIGS.glob("*.yaml"))
@@ -24,31 +24,6 @@ EXPECTED_MODE = {
 }
 # What a recipe adds: where the judge is served.
 JUDGE = ["reward.arena.judge.base_url=http://judge:8000/v1", "reward.arena.judge.model_path=judge"]
-
-
-# Sections whose keys are not declared in verl's yaml: ours, and Ray's runtime_env (handed to ray.init as it is).
-OPEN_SECTIONS = ("reward.arena.", "ray_kwargs.ray_init.runtime_env.env_vars.")
-# Top-level sections verl 0.9.1 still accepts but main_ppo ignores (reward settings live under reward.*).
-LEGACY_SECTIONS = ("reward_model.", "custom_reward_function.")
-
-
-def leaves(config) -> dict:
-    def walk(node, prefix):
-        if isinstance(node, dict):
-            for key, value in node.items():
-                yield from walk(value, f"{prefix}{key}.")
-        else:
-            yield prefix[:-1], node
-
-    return dict(walk(OmegaConf.to_container(config, resolve=False), ""))
-
-
-def suspicious_keys(config, verl_defaults: dict) -> list[str]:
-    """Keys verl does not have (outside reward.arena), and legacy keys set away from verl's defaults."""
-    ours = leaves(config)
-    unknown = [k for k in ours if k not in verl_defaults and not k.startswith(OPEN_SECTIONS)]
-    legacy = [k for k in ours if k.startswith(LEGACY_SECTIONS) and ours[k] != verl_defaults.get(k)]
-    return sorted(unknown + legacy)
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_configs import suspicious_keys
 
 from arena_verl.settings import ArenaSettings
 from arena_verl.tools import recipe, runlog
 from helpers import paths
+from helpers.config_keys import suspicious_keys
 
 REPO = paths.REPO
 EXPERIMENTS = sorted(p.stem for p in (REPO / "configs").glob("*.yaml") if p.stem != "arena_ppo")
@@ -47,7 +47,8 @@ def overrides_of(command: list[str]) -> tuple[str, list[str]]:
 @pytest.fixture(scope="module")
 def verl_keys():
     from hydra import compose, initialize_config_module
-    from test_configs import leaves
+
+    from helpers.config_keys import leaves
 
     with initialize_config_module("verl.trainer.config", version_base=None):
         return leaves(compose("ppo_trainer"))

@@ -6,7 +6,8 @@ import pytest
 import ray
 
 from arena_verl import reward_manager
-from arena_verl.core.referee import FALLBACK_REFEREE_LOST, Submission, Verdict
+from arena_verl.core.names import FALLBACK_REFEREE_LOST
+from arena_verl.core.referee import Submission, Verdict
 from arena_verl.judge import Trace
 from arena_verl.settings import ArenaSettings
 

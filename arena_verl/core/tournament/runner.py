@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from arena_verl.core.names import FAILURE_POLICIES
 from arena_verl.core.tournament.bradley_terry import fit_bradley_terry
 from arena_verl.core.tournament.order import mirror, present
 from arena_verl.core.tournament.schedulers import make_scheduler
@@ -19,7 +20,6 @@ __all__ = ["TournamentResult", "Tournament", "run_tournament", "FAILURE_POLICIES
 logger = logging.getLogger(__name__)
 
 Judge = Callable[[int, int], Awaitable["float | None"]]
-FAILURE_POLICIES = ("tie", "drop")
 
 
 @dataclass

@@ -22,6 +22,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 from scipy.special import ndtr
 
+from arena_verl.core.names import STRATEGIES
 from arena_verl.core.tournament.bradley_terry import bradley_terry_posterior
 
 __all__ = [
@@ -328,9 +329,6 @@ def _check_budget(num_items: int, budget: int | None) -> int:
     if budget < num_items - 1:
         raise ValueError(f"budget {budget} cannot connect {num_items} traces (needs at least {num_items - 1})")
     return int(budget)
-
-
-STRATEGIES: tuple[str, ...] = ("round_robin", "live", "random", "info_gain", "paced")
 
 
 def make_scheduler(

@@ -377,3 +377,24 @@ def test_paced_shows_every_trace_first_about_as_often_as_second():
         )
         < 0.7
     )
+
+
+def test_tournament_options_carry_every_tournament_key_of_the_settings():
+    """The one settings -> tournament mapping: every field is a Tournament keyword, read from its settings key."""
+    import dataclasses
+    import inspect
+
+    from arena_verl.core.tournament.options import TournamentOptions
+    from arena_verl.settings import ArenaSettings
+
+    settings = ArenaSettings(
+        strategy="paced", budget=20, l2=0.3, order_effect=True, two_sided=True, on_judge_failure="drop",
+        prefix_aware=True, wait_for_verdicts=True, final_calls=2, pace=1.5,
+    )  # fmt: skip
+    options = TournamentOptions.from_settings(settings)
+    assert options == TournamentOptions("paced", 20, 0.3, True, True, False, "drop", True, True, 2, 1.5)
+    assert set(options.tournament_kwargs()) <= set(inspect.signature(Tournament).parameters)
+    assert TournamentOptions.from_settings(ArenaSettings()).wait_for_verdicts is False  # training's default: eager
+    assert dataclasses.replace(options, wait_for_verdicts=False) == TournamentOptions.from_settings(
+        settings, wait_for_verdicts=False
+    )

@@ -389,3 +389,36 @@ def test_a_reply_cut_by_the_token_limit_is_no_verdict_and_is_counted():
     judge = CutJudge(JudgeSettings(backend="simulated", parse_retries=1))
     assert asyncio.run(judge.compare("p", Trace("x"), Trace("y"))) is None
     assert judge.stats.truncated == 2 and judge.stats.parse_failures == 2 and judge.stats.failures == 1
+
+
+@pytest.mark.parametrize(
+    ("judge", "message"),
+    [
+        (
+            {"backend": "transformers", "model_path": "m", "pairwise_template": "pointwise"},
+            r"judge\.pairwise_template='pointwise' lacks \['\{first\}', '\{second\}'\]",
+        ),
+        (
+            {"backend": "transformers", "model_path": "m", "pointwise_template": "math"},
+            r"judge\.pointwise_template='math' lacks \['\{trace\}'\]",
+        ),
+        (
+            {"backend": "vllm", "model_path": "m", "pairwise_template": "/no/such/template.txt"},
+            r"judge\.pairwise_template: judge template '/no/such/template\.txt' cannot be read",
+        ),
+    ],
+)
+def test_a_bad_template_is_refused_at_start_up_naming_its_key(tmp_path, judge, message):
+    from arena_verl.judge.prompts import check_judge_templates
+    from arena_verl.judge.spec import judge_settings_from_spec
+    from arena_verl.settings import JudgeSettings
+
+    with pytest.raises(ValueError, match=message):
+        check_judge_templates(JudgeSettings(**judge))
+    # The tools' --judge grammar checks them too (a model folder must exist for the spec to parse).
+    model = tmp_path / "model"
+    model.mkdir()
+    template_key = next(key for key in judge if key.endswith("_template"))
+    with pytest.raises(ValueError, match=message):
+        judge_settings_from_spec(f"{judge['backend']}:{model}", **{template_key: judge[template_key]})
+    check_judge_templates(JudgeSettings(backend="simulated", pairwise_template="/no/such/template.txt"))  # unused
