@@ -92,16 +92,16 @@ def check_core() -> dict[str, Any]:
 
     import numpy as np
 
-    from arena_verl.judge.prompts import build_pairwise_messages
-    from arena_verl.judge.verdict import parse_verdict
-    from arena_verl.tournament import (
-        SimulatedJudge,
+    from arena_verl.core.tournament import (
         fit_bradley_terry,
         fit_bradley_terry_batch,
         live_call_count,
         run_tournament,
         strengths_to_rewards,
     )
+    from arena_verl.judge.prompts import build_pairwise_messages
+    from arena_verl.judge.simulated_pairs import SimulatedJudge
+    from arena_verl.judge.verdict import parse_verdict
 
     problems: list[str] = []
     fig: dict[str, Any] = {"numpy": np.__version__}

@@ -1,0 +1,54 @@
+"""Plain-text tables and figures for the tools' console output: one formatter, so every command aligns and rounds
+the same way. Missing values print as ``-``."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["MISSING", "percent", "number", "text_table"]
+
+MISSING = "-"
+
+
+def _finite(value: Any) -> float | None:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def percent(value: Any, digits: int = 1, sign: str = "%") -> str:
+    """A fraction as a percent (``0.125`` -> ``12.5%``); ``-`` for ``None``, NaN or infinity."""
+    value = _finite(value)
+    return MISSING if value is None else f"{100 * value:.{digits}f}{sign}"
+
+
+def number(value: Any, digits: int = 3) -> str:
+    """A number with ``digits`` decimals; integers as integers; ``-`` for ``None``, NaN or infinity."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return str(value)
+    value = _finite(value)
+    return MISSING if value is None else f"{value:.{digits}f}"
+
+
+def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, align: str = "left", rule: bool = True) -> str:
+    """Columns separated by two spaces, each as wide as its widest cell; ``align`` ``left`` or ``right``; a dashed
+    rule under the header. The last column is not padded (a free-text note may be long)."""
+    cells = [[str(c) for c in row] for row in rows]
+    columns = len(header)
+    widths = [max([len(header[i]), *(len(row[i]) for row in cells if i < len(row))]) for i in range(columns)]
+    pad = str.rjust if align == "right" else str.ljust
+    lines = [list(header)]
+    if rule:
+        lines.append(["-" * w for w in widths])
+    lines += cells
+    out = []
+    for row in lines:
+        parts = [pad(cell, widths[i]) if i < columns - 1 or align == "right" else cell for i, cell in enumerate(row)]
+        out.append("  ".join(parts).rstrip())
+    return "\n".join(out)
