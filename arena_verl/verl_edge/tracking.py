@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from arena_verl.core.referee import COUNTERS, derive_metrics
+from arena_verl.core.referee.metrics import COUNTERS, derive_metrics
 from arena_verl.settings import ArenaSettings, settings_from_config
 
 logger = logging.getLogger(__name__)

@@ -35,7 +35,7 @@ Protocol (fixed, so that runs compare across versions):
   stops there); a referee actor that restarted (its pid changed); open descriptors of the referee or the driver
   grown by more than ``--max-fd-growth`` (20) from start to end; RSS growing faster than ``--max-growth-mb`` (200)
   MB per hour. The referee remembers at most 20 000 answered groups and 512 steps of counters
-  (``arena_verl.core.referee._RECENT_GROUPS`` / ``_STEPS_KEPT``) per
+  (``arena_verl.core.referee.groups._RECENT_GROUPS`` / ``.metrics._STEPS_KEPT``) per
   shard, so its memory grows by design until both caps
   are full; the RSS rate is therefore the least-squares slope over the snapshots taken after both caps are full,
   and is checked only when that window lasts ``--min-window-min`` (5) minutes or more (a shorter run reports
@@ -87,7 +87,8 @@ class Snapshot:
 
 @dataclass
 class Caps:
-    """What the referee remembers at most, per shard (``arena_verl.core.referee``); None where not found."""
+    """What the referee remembers at most, per shard (``arena_verl.core.referee.groups`` and ``.metrics``); None where
+    not found."""
 
     recent_groups: int | None
     steps_kept: int | None
@@ -291,9 +292,9 @@ def take_snapshot(actors, t_s: float, steps: int, samples: int) -> Snapshot:
 
 
 def referee_caps() -> Caps:
-    from arena_verl.core import referee
+    from arena_verl.core.referee import groups, metrics
 
-    return Caps(getattr(referee, "_RECENT_GROUPS", None), getattr(referee, "_STEPS_KEPT", None))
+    return Caps(getattr(groups, "_RECENT_GROUPS", None), getattr(metrics, "_STEPS_KEPT", None))
 
 
 def slope_per_hour(snapshots: list[Snapshot], key: str) -> float:

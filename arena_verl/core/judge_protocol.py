@@ -1,0 +1,65 @@
+"""The judge protocol: what the referee needs from a judge (a trace, two async calls, call statistics), declared in
+the pure core so that the core never imports the judge package. The judges (:mod:`arena_verl.judge`) implement it;
+:mod:`arena_verl.judge.base` re-exports these names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+__all__ = ["Trace", "Judge", "JudgeStats", "Reply"]
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One rollout as the judge sees it. ``quality_hint`` is read by the SIMULATED judge only."""
+
+    text: str
+    quality_hint: float | None = None
+
+
+@dataclass
+class JudgeStats:
+    calls: int = 0  # compare/score calls
+    failures: int = 0  # calls that ended without a usable verdict
+    parse_failures: int = 0  # generations whose verdict could not be parsed (a call may re-ask)
+    errors: int = 0  # generations that raised or timed out
+    truncated: int = 0  # generations cut by max_new_tokens (no verdict, whatever their text; counted in parse_failures)
+
+
+class Reply(str):
+    """A judge's generated text; ``truncated`` when the token limit cut it. A cut reply has not ended, so a verdict
+    token in it may be the start of an echoed instruction ("[[A]] if Attempt A is better, ..."): never a verdict."""
+
+    truncated: bool = False
+
+    def __new__(cls, text: str, truncated: bool = False):
+        reply = super().__new__(cls, text)
+        reply.truncated = bool(truncated)
+        return reply
+
+
+@runtime_checkable
+class Judge(Protocol):
+    name: str
+    stats: JudgeStats
+
+    async def compare(
+        self,
+        problem: str,
+        first: Trace,
+        second: Trace,
+        reference: str | None = None,
+        *,
+        task: str = "math",
+        group: str | None = None,
+    ) -> float | None:
+        """1.0 if ``first`` (shown first) is the better trace, 0.0 if ``second`` is, 0.5 for a tie, None if unusable.
+        ``task`` (math, code, generic) picks the prompt; calls with the same ``group`` may share a prompt prefix."""
+        ...
+
+    async def score(
+        self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math", group: str | None = None
+    ) -> float | None:
+        """Pointwise quality in {0, 0.5, 1}, None if unusable."""
+        ...

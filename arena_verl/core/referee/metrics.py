@@ -1,0 +1,228 @@
+"""The referee's metrics: the counters every ``metrics()`` answer carries, their accounting per training step, the
+counts of one answered group, and the figures derived from them (the tracker's ``arena/*``). Pure: numpy and the
+core's names only, so that the tracker hook reads them without the asyncio referee."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from arena_verl.core.names import FALLBACK_REASONS
+
+__all__ = [
+    "COUNTERS",
+    "StepCounters",
+    "group_counts",
+    "utilisation_counts",
+    "derive_metrics",
+    "grpo_advantages",
+    "position_figures",
+    "GRPO_STD_EPS",
+    "NONZERO_ADVANTAGE_TOL",
+]
+
+_STEPS_KEPT = 512  # per-step counters kept for metrics(step)
+# verl's grpo estimator: (r - mean) / (std + eps). A term of the advantage, not a tolerance on rewards.
+GRPO_STD_EPS = 1e-6
+# |advantage| above this moves the policy. A tolerance on advantages, not on rewards: whether a group's verifier
+# rewards are equal is decided with reward.arena.diversity_tol (core.names.DIVERSITY_TOL). Computed in float64: a
+# constant group's advantage is ~1e-10 here, while verl's float32 arithmetic leaves some constant groups of
+# non-dyadic rewards (e.g. all 0.7) a uniform ~0.05.
+NONZERO_ADVANTAGE_TOL = 1e-6
+# Every metrics() answer carries these counters (0 when nothing happened), so tracker series stay aligned.
+COUNTERS = (
+    "samples",
+    "samples_routed",
+    "duplicates",
+    "groups",
+    "groups_routed",
+    "groups_uniform",
+    "groups_all_correct",
+    "groups_all_incorrect",
+    "judge_calls",
+    "judge_calls_routed",
+    "judge_calls_wasted",
+    "judge_failures",
+    "judge_calls_dropped",  # in flight at a complete group's grace deadline (completion_grace): cancelled
+    "shed_speculation",  # idle-time speculative work held back: the judge pool had a full pool's worth queued
+    "shed_budget",  # a complete group's remaining budget given up: the judge pool was far behind
+    *(f"fallback_{name}" for code, name in FALLBACK_REASONS.items() if code),
+    # Sample utilisation (the paper's Figure 5): GRPO's outcome advantage of every answered sample, from the rewards
+    # the referee gave and from the verifier rewards alone (what RLVR gives the same samples).
+    "advantage_samples",
+    "nonzero_advantage",
+    "nonzero_advantage_rlvr",
+    "abs_advantage_sum",
+    "abs_advantage_sum_rlvr",
+    # The judge's position bias, from the verdicts that entered tournament fits.
+    "verdicts_decided",  # a win for one side (ties and failed calls are not)
+    "verdicts_first_won",  # ... for the trace shown first
+    "order_pairs",  # pairs judged in both presentation orders, both decided
+    "order_pairs_consistent",  # ... where the same trace won both times
+    "order_effect_sum",  # the fitted first-position bonus (order_effect: true), summed over routed tournaments
+    "order_effect_fits",
+)
+
+
+class StepCounters:
+    """Counters since the start and per training step; the last ``_STEPS_KEPT`` steps are kept (a step's counters
+    are created by its first count, the oldest step is dropped past the cap)."""
+
+    def __init__(self) -> None:
+        self.total: collections.Counter[str] = collections.Counter()
+        self.by_step: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+
+    def add(self, step: int | None, key: str, amount: float = 1) -> None:
+        self.total[key] += amount
+        if step is not None:
+            self.by_step[step][key] += amount
+            if len(self.by_step) > _STEPS_KEPT:
+                del self.by_step[min(self.by_step)]
+
+    def add_all(self, step: int | None, amounts: dict[str, float]) -> None:
+        for key, amount in amounts.items():
+            self.add(step, key, amount)
+
+    def counts(self, step: int | None = None) -> dict[str, float]:
+        """Every counter of ``COUNTERS``, for one step or since the start (0 for a step not kept or never seen)."""
+        counts = self.by_step.get(step, collections.Counter()) if step is not None else self.total
+        return {key: float(counts[key]) for key in COUNTERS}
+
+
+def group_counts(
+    verdicts: Sequence,
+    verifier_rewards: Sequence[float],
+    *,
+    uniform: bool,
+    complete: bool,
+    position: dict[str, int],
+    order_effect: float | None,
+    norm_by_std: bool,
+) -> collections.Counter[str]:
+    """The counters one answered group adds. Routed means "the reward came from judge verdicts": a group counts as
+    routed when at least one of its samples' rewards did (``samples_routed`` counts them one by one), and its judge
+    calls are charged as routed; calls of a group that got no reward from them (it turned out diverse, every call
+    failed, the deadline or an error came first) are charged as wasted.
+
+    Parameters
+    ----------
+    verdicts : sequence of Verdict
+        The group's answers (``judge_calls`` and ``judge_failures`` are the group's, on every verdict).
+    verifier_rewards : sequence of float
+        The verifier reward of each member, in the order of ``verdicts``.
+    uniform : bool
+        Whether the verifier rewards are equal within ``diversity_tol``.
+    complete : bool
+        Whether every sample arrived: only a complete group counts as uniform or in the advantage figures (an
+        incomplete group's advantages are not the ones verl computes for its uid).
+    position : dict
+        ``position_figures`` of the group's tournament verdicts (empty without a tournament).
+    order_effect : float or None
+        The tournament's fitted first-position bonus, None when not fitted.
+    norm_by_std : bool
+        verl's ``norm_adv_by_std_in_grpo``.
+    """
+    calls = verdicts[0].judge_calls if verdicts else 0
+    routed = sum(v.routed for v in verdicts)
+    counts: collections.Counter[str] = collections.Counter()
+    counts["groups"] += 1
+    counts["judge_calls"] += calls
+    counts["samples_routed"] += routed
+    if routed:
+        counts["groups_routed"] += 1
+        counts["judge_calls_routed"] += calls
+    else:
+        counts["judge_calls_wasted"] += calls
+    if uniform and complete:
+        counts["groups_uniform"] += 1
+        counts["groups_all_correct" if verifier_rewards[0] > 0 else "groups_all_incorrect"] += 1
+    counts["judge_failures"] += verdicts[0].judge_failures if verdicts else 0
+    for verdict in verdicts:
+        if verdict.fallback:
+            counts[f"fallback_{FALLBACK_REASONS[verdict.fallback]}"] += 1
+    if complete:
+        counts.update(utilisation_counts([v.reward for v in verdicts], verifier_rewards, norm_by_std))
+    if routed:
+        counts.update(position)
+        if order_effect is not None:
+            counts["order_effect_sum"] += order_effect
+            counts["order_effect_fits"] += 1
+    return counts
+
+
+def utilisation_counts(
+    rewards: Sequence[float], verifier_rewards: Sequence[float], norm_by_std: bool
+) -> dict[str, float]:
+    """GRPO advantages of one group's samples under the given rewards and under the verifier's alone (RLVR, the
+    ``_rlvr`` counters): how many samples, how many move the policy, and the sum of ``|advantage|``."""
+    counts: dict[str, float] = {"advantage_samples": len(rewards)}
+    for suffix, values in (("", rewards), ("_rlvr", verifier_rewards)):
+        advantages = np.abs(grpo_advantages(values, norm_by_std))
+        counts[f"nonzero_advantage{suffix}"] = int((advantages > NONZERO_ADVANTAGE_TOL).sum())
+        counts[f"abs_advantage_sum{suffix}"] = float(advantages.sum())
+    return counts
+
+
+def derive_metrics(counts: dict[str, float]) -> dict[str, float]:
+    """``arena/<counter>`` for every counter, plus the ratios a user watches: alpha (the non-diverse share of groups,
+    split into all-correct and all-incorrect), the share routed to the judge, judge calls per routed group, sample
+    utilisation under the arena's rewards and under RLVR's (``*_rlvr``), and the judge's position bias. A ratio whose
+    denominator is 0 is 0.0, except the position-bias figures, which are left out when nothing measured them (a
+    0.0 or 0.5 would read as a measurement)."""
+    out = {f"arena/{key}": float(counts.get(key, 0.0)) for key in COUNTERS}
+    groups, routed, uniform = counts.get("groups", 0), counts.get("groups_routed", 0), counts.get("groups_uniform", 0)
+
+    def share(numerator: str, denominator: float) -> float:
+        return counts.get(numerator, 0.0) / denominator if denominator else 0.0
+
+    out["arena/alpha"] = uniform / groups if groups else 0.0
+    out["arena/all_correct_share"] = share("groups_all_correct", groups)
+    out["arena/all_incorrect_share"] = share("groups_all_incorrect", groups)
+    out["arena/all_correct_share_of_uniform"] = share("groups_all_correct", uniform)
+    out["arena/alpha_routed"] = routed / groups if groups else 0.0
+    out["arena/judge_calls_per_routed_group"] = share("judge_calls_routed", routed)
+    samples = counts.get("advantage_samples", 0)
+    for suffix in ("", "_rlvr"):
+        out[f"arena/nonzero_advantage_share{suffix}"] = share(f"nonzero_advantage{suffix}", samples)
+        out[f"arena/mean_abs_advantage{suffix}"] = share(f"abs_advantage_sum{suffix}", samples)
+    if counts.get("verdicts_decided", 0):
+        out["arena/first_position_win_share"] = share("verdicts_first_won", counts["verdicts_decided"])
+    if counts.get("order_pairs", 0):
+        out["arena/self_consistency"] = share("order_pairs_consistent", counts["order_pairs"])
+    if counts.get("order_effect_fits", 0):
+        out["arena/order_effect"] = share("order_effect_sum", counts["order_effect_fits"])
+    return out
+
+
+def grpo_advantages(rewards, norm_by_std: bool = True) -> np.ndarray:
+    """The outcome advantage verl's ``grpo`` estimator gives one group: ``(r - mean) / (std + 1e-6)`` with the
+    unbiased std (``r - mean`` without ``norm_adv_by_std_in_grpo``); a group of one keeps its reward, as in verl."""
+    rewards = np.asarray(rewards, dtype=np.float64)
+    if rewards.size < 2:
+        return rewards.copy()
+    centred = rewards - rewards.mean()
+    return centred / (rewards.std(ddof=1) + GRPO_STD_EPS) if norm_by_std else centred
+
+
+def position_figures(comparisons: Iterable[tuple[int, int, float | None]]) -> dict[str, int]:
+    """Position-bias counts over one tournament's verdicts ``(first, second, outcome)`` in presentation order:
+    decided verdicts, those won by the trace shown first, and pairs judged in both orders (both decided) with how
+    many of them the same trace won both times."""
+    decided = [(first, second, outcome) for first, second, outcome in comparisons if outcome in (0.0, 1.0)]
+    winners: dict[tuple[int, int], dict[int, set[int]]] = collections.defaultdict(lambda: collections.defaultdict(set))
+    for first, second, outcome in decided:
+        winners[(min(first, second), max(first, second))][first].add(first if outcome == 1.0 else second)
+    pairs = consistent = 0
+    for by_first in winners.values():
+        if len(by_first) == 2:  # judged with each trace shown first
+            pairs += 1
+            one, other = by_first.values()
+            consistent += len(one) == 1 and one == other
+    return {
+        "verdicts_decided": len(decided),
+        "verdicts_first_won": sum(outcome == 1.0 for _, _, outcome in decided),
+        "order_pairs": pairs,
+        "order_pairs_consistent": consistent,
+    }

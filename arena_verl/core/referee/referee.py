@@ -1,0 +1,307 @@
+"""The group referee: collects the samples of each group as they arrive, routes the complete group, runs its
+tournament (or pointwise judging) and answers every waiting sample. Pure asyncio; the Ray actor that hosts it lives
+in :mod:`arena_verl.actors.referee_actor`. The policies it applies are pure units beside it: the group bookkeeping
+(:mod:`.groups`), speculation (:mod:`.speculation`), the judge pool's admission and load shedding (:mod:`.admission`),
+the verdicts (:mod:`.answers`) and the counters (:mod:`.metrics`).
+
+Guarantees: every submitted sample gets an answer. A group that never completes is answered at its deadline with
+verifier rewards; a tournament that fails or runs past its timeout gives verifier rewards; both are counted as
+fallbacks. Samples beyond the group size, and samples that arrive after their group was answered, get their verifier
+reward (counted); a sample submitted twice gets the same answer twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from arena_verl.core.judge_protocol import Judge
+from arena_verl.core.limiter import PRIORITY_COMPLETE, PriorityLimiter
+from arena_verl.core.names import FALLBACK_DEADLINE, FALLBACK_JUDGE_ERROR, FALLBACK_LATE, FALLBACK_OVERFLOW
+from arena_verl.core.referee.admission import (
+    LatencyEstimate,
+    call_priority,
+    completion_deadline,
+    pool_share,
+    shed_counter,
+)
+from arena_verl.core.referee.answers import pointwise_verdicts, tournament_verdicts, verifier_verdicts
+from arena_verl.core.referee.groups import (
+    Arrival,
+    Group,
+    GroupBook,
+    Submission,
+    Verdict,
+    normalised,
+    stable_seed,
+)
+from arena_verl.core.referee.metrics import StepCounters, derive_metrics, group_counts, position_figures
+from arena_verl.core.referee.speculation import Speculation, speculation_step
+from arena_verl.core.routing import (
+    ROUTE_POINTWISE,
+    ROUTE_TOURNAMENT,
+    decide_route,
+    is_uniform,
+    tournament_rewards,
+)
+from arena_verl.core.tournament import Tournament, contained, valid_outcome
+from arena_verl.core.tournament.options import TournamentOptions
+
+if TYPE_CHECKING:
+    from arena_verl.settings import ArenaSettings
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["Referee"]
+
+
+class Referee:
+    """Group referee for one job (or one shard of its uids)."""
+
+    def __init__(self, settings: ArenaSettings, judge: Judge):
+        self.settings = settings
+        self.judge = judge
+        self._tournament_options = TournamentOptions.from_settings(settings)
+        self._limiter = PriorityLimiter(pool_share(settings.judge.max_concurrency, settings.num_referees))
+        self._latency = LatencyEstimate()  # typical duration of one judge call
+        self._book = GroupBook(settings.group_size)
+        self._tasks: set[asyncio.Task] = set()
+        self._counters = StepCounters()
+        # Wall-clock times (time.time(), comparable across referee shards) behind arena/tail_after_last_sample_s.
+        self._last_arrival_at = 0.0
+        self._last_routed_answer_at = 0.0
+
+    @property
+    def _groups(self) -> dict[str, Group]:
+        """The open groups by uid (a view of the book, for tests and debugging)."""
+        return self._book.open
+
+    @property
+    def _recent(self) -> dict[str, Group]:
+        """The recently answered groups by uid, without their traces (a view of the book)."""
+        return self._book.recent
+
+    @property
+    def _step_counters(self) -> dict[int, dict[str, float]]:
+        """The per-step counters kept (a view; the soak benchmark watches its size)."""
+        return self._counters.by_step
+
+    async def submit(self, sub: Submission) -> Verdict:
+        """Register one sample and wait for its group's answer."""
+        sub = normalised(sub)
+        self._count(sub.step, "samples")
+        self._last_arrival_at = time.time()
+        group = self._book.find(sub.uid) or self._open(sub.uid)
+        arrival, original = group.arrival(sub)
+        if arrival in (Arrival.DUPLICATE, Arrival.PADDING):
+            # the same sample again, or a copy verl's batch path padded a batch with: its original's answer
+            self._count(sub.step, "duplicates")
+            return await asyncio.shield(group.futures[original])
+        if arrival is Arrival.OVERFLOW:
+            self._count(sub.step, "fallback_overflow")
+            return Verdict(reward=sub.verifier_reward, fallback=FALLBACK_OVERFLOW)
+        if arrival is Arrival.LATE:
+            self._count(sub.step, "fallback_late")
+            return Verdict(reward=sub.verifier_reward, fallback=FALLBACK_LATE)
+
+        future = asyncio.get_running_loop().create_future()
+        group.join(sub, future)
+        self._speculate(group)
+        if group.full:
+            group.complete = True
+            self._spawn(self._answer(group))
+        return await asyncio.shield(future)
+
+    def observe(self, sub: Submission) -> None:
+        """Register a sample whose caller does not wait for the answer (mode rlvr: counting only). Returns at once;
+        the sample joins its group like a submitted one."""
+        self._spawn(self.submit(sub))
+
+    def metrics(self, step: int | None = None) -> dict[str, float]:
+        """Counters and derived figures, for one step (``global_steps``, when verl sends it) or since the start."""
+        out = derive_metrics(self._counters.counts(step))
+        out["arena/simulated_judge"] = float(self.judge.name == "simulated")
+        return out
+
+    def clock(self) -> dict[str, float]:
+        """When the last sample arrived and when the last routed group was answered (``time.time()``; 0 = never).
+        The tracker hook turns them into ``arena/tail_after_last_sample_s``."""
+        return {"last_arrival": self._last_arrival_at, "last_routed_answer": self._last_routed_answer_at}
+
+    async def drain(self) -> None:
+        """Wait for the groups being answered (tests and shutdown)."""
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    # -- groups ---------------------------------------------------------------------------------------------------
+
+    def _open(self, uid: str) -> Group:
+        group = self._book.start(uid)
+        loop = asyncio.get_running_loop()
+        group.deadline = loop.call_later(self.settings.group_deadline_s, self._on_deadline, group)
+        return group
+
+    def _speculate(self, group: Group) -> None:
+        """Live tournament: start judging the newest trace while the group can still be routed to a tournament."""
+        s = self.settings
+        # only the arena's speculation asks whether the rewards so far are equal
+        uniform = s.speculative and s.mode == "arena" and is_uniform(group.rewards(), s.diversity_tol)
+        step = speculation_step(s.mode, s.speculative, uniform, group.tournament is not None, len(group.members))
+        if step is Speculation.STOP:
+            self._stop_judging(group)
+        if step is not Speculation.JUDGE:
+            return
+        if group.tournament is None:
+            group.tournament = self._new_tournament(group)
+        while group.tournament.arrived < len(group.members):
+            group.tournament.add()
+
+    def _stop_judging(self, group: Group) -> int:
+        """Cancel the group's tournament, if any; returns the judge calls it made (charged to the group)."""
+        if group.tournament is not None:
+            group.tournament.cancel()
+            group.speculative_calls = group.tournament.judge_calls
+            group.tournament = None
+        return group.speculative_calls
+
+    # -- the judge pool -------------------------------------------------------------------------------------------
+
+    async def _bounded(self, call, priority: int = PRIORITY_COMPLETE) -> float | None:
+        """One judge call under the judge pool's cap (complete groups' calls first) and the call budget; a timeout,
+        and anything the judge raises (``SystemExit`` and ``KeyboardInterrupt`` included), is no verdict. Only the
+        cancellation of the caller itself propagates."""
+        async with self._limiter.slot(priority):
+            started = time.monotonic()
+            try:
+                # contained inside wait_for's own task: asyncio lets SystemExit/KeyboardInterrupt out of a task
+                outcome = await asyncio.wait_for(contained(call, "judge call"), self.settings.judge.call_budget_s)
+            except asyncio.TimeoutError:
+                return None
+            if outcome is not None:
+                self._latency.observe(time.monotonic() - started)
+            return outcome
+
+    def _idle_gate(self, group: Group):
+        """Load shedding for one group's tournament (see admission.SHED_SPECULATION_AT)."""
+
+        def gate(complete: bool) -> bool:
+            shed = shed_counter(self._limiter.pressure, complete)
+            if shed is not None:
+                self._count(group.step, shed)
+            return shed is None
+
+        return gate
+
+    def _new_tournament(self, group: Group) -> Tournament:
+        async def judge(first: int, second: int) -> float | None:
+            a, b = group.members[first], group.members[second]
+            return await self._bounded(
+                self.judge.compare(a.problem, a.trace, b.trace, a.reference, task=a.task, group=group.uid),
+                call_priority(group.complete),
+            )
+
+        return Tournament(
+            group.size,
+            judge,
+            seed=stable_seed(group.uid),
+            idle_gate=self._idle_gate(group),
+            **self._tournament_options.tournament_kwargs(),
+        )
+
+    # -- answering ------------------------------------------------------------------------------------------------
+
+    async def _answer(self, group: Group) -> None:
+        s = self.settings
+        rewards = group.rewards()
+        route = decide_route(s.mode, rewards, s.diversity_tol)
+        uniform = is_uniform(rewards, s.diversity_tol)
+        try:
+            if route == ROUTE_TOURNAMENT:
+                verdicts = await asyncio.wait_for(self._tournament(group, uniform), s.tournament_timeout_s)
+            elif route == ROUTE_POINTWISE:
+                verdicts = await asyncio.wait_for(self._pointwise(group, uniform), s.tournament_timeout_s)
+            else:
+                verdicts = verifier_verdicts(rewards, judge_calls=self._stop_judging(group), uniform=uniform)
+        except Exception as exc:  # noqa: BLE001  (a failed judge never fails the step: verifier rewards instead)
+            logger.warning("group %s: judging failed (%r); verifier rewards used", group.uid, exc)
+            calls = self._stop_judging(group)
+            verdicts = verifier_verdicts(
+                rewards, judge_calls=calls, fallback=FALLBACK_JUDGE_ERROR, route=route, uniform=uniform
+            )
+        self._deliver(group, verdicts, uniform)
+
+    async def _tournament(self, group: Group, uniform: bool) -> list[Verdict]:
+        if group.tournament is None:
+            group.tournament = self._new_tournament(group)
+        while group.tournament.arrived < group.size:
+            group.tournament.add()
+        deadline = completion_deadline(self.settings.completion_grace, self._latency.seconds)
+        result = await group.tournament.finish(deadline_s=deadline)
+        self._count(group.step, "judge_calls_dropped", result.dropped_calls)
+        rewards = tournament_rewards(self.settings.mode, result.strengths, group.rewards(), self.settings.reward_scale)
+        group.position = position_figures(result.comparisons)
+        answered = result.judge_calls - result.failed_calls - result.dropped_calls  # calls with a verdict
+        if self.settings.order_effect and answered > 0:
+            group.order_effect = float(result.order_effect)
+        return tournament_verdicts(result, rewards, uniform)
+
+    async def _pointwise(self, group: Group, uniform: bool) -> list[Verdict]:
+        async def score(member: Submission) -> float | None:
+            value = await self._bounded(
+                self.judge.score(member.problem, member.trace, member.reference, task=member.task, group=group.uid)
+            )
+            return valid_outcome(value, allowed=(0.0, 0.5, 1.0))
+
+        scores = await asyncio.gather(*(score(m) for m in group.members), return_exceptions=True)
+        s = self.settings
+        return pointwise_verdicts(s.mode, scores, group.rewards(), s.reward_scale, uniform)
+
+    def _on_deadline(self, group: Group) -> None:
+        if group.complete or group.answered:
+            return
+        logger.warning(
+            "group %s: %d of %d samples at the deadline; verifier rewards used",
+            group.uid,
+            len(group.members),
+            group.size,
+        )
+        calls = self._stop_judging(group)
+        rewards = group.rewards()
+        verdicts = verifier_verdicts(rewards, judge_calls=calls, fallback=FALLBACK_DEADLINE)
+        self._deliver(group, verdicts, is_uniform(rewards, self.settings.diversity_tol))
+
+    def _deliver(self, group: Group, verdicts: list[Verdict], uniform: bool) -> None:
+        group.answered = True
+        if group.deadline is not None:
+            group.deadline.cancel()
+        for future, verdict in zip(group.futures, verdicts):
+            if not future.done():
+                future.set_result(verdict)
+        self._record_group(group, verdicts, uniform)
+        self._book.close(group)  # remembered for duplicates and late samples, without its traces
+
+    # -- counting -------------------------------------------------------------------------------------------------
+
+    def _record_group(self, group: Group, verdicts: list[Verdict], uniform: bool) -> None:
+        counts = group_counts(
+            verdicts,
+            group.rewards(),
+            uniform=uniform,
+            complete=group.complete,
+            position=group.position,
+            order_effect=group.order_effect,
+            norm_by_std=self.settings.advantage_norm_by_std is not False,
+        )
+        if counts["samples_routed"]:
+            self._last_routed_answer_at = time.time()
+        self._counters.add_all(group.step, counts)
+
+    def _count(self, step: int | None, key: str, amount: float = 1) -> None:
+        self._counters.add(step, key, amount)
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
