@@ -9,7 +9,8 @@ import logging
 from collections.abc import Callable, Iterable
 
 from arena_verl.judge.base import JudgeStats, Trace
-from arena_verl.judge.prompts import build_pairwise_messages, build_pointwise_messages, new_delimiter
+from arena_verl.judge.hygiene import new_delimiter
+from arena_verl.judge.messages import build_pairwise_messages, build_pointwise_messages
 from arena_verl.judge.verdict import VERDICT_OUTCOME, parse_score, parse_verdict
 from arena_verl.settings import JudgeSettings
 

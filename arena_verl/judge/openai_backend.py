@@ -9,8 +9,8 @@ import os
 from pathlib import Path
 
 from arena_verl.judge.base import Reply
+from arena_verl.judge.hygiene import special_token_strings
 from arena_verl.judge.model_judge import ModelJudge, PermanentJudgeError
-from arena_verl.judge.prompts import special_token_strings
 from arena_verl.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)

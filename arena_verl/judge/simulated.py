@@ -1,17 +1,18 @@
-"""The SIMULATED trace judge: for tests, benchmarks and the CPU demo only. It never reads a trace's reasoning:
-each trace has a hidden quality (``extra_info.sim_quality`` when the sample carries one, else a seeded hash of its
-text), and verdicts are drawn from those qualities. Logs and metrics name it ``simulated``."""
+"""The SIMULATED trace judge: the ``backend=simulated`` judge of training, tests, benchmarks and the CPU demo. It
+never reads a trace's reasoning: each trace has a hidden quality (``extra_info.sim_quality`` when the sample carries
+one, else a seeded hash of its text), and verdicts are drawn from those qualities by the law it shares with the
+tournament benchmarks' judge (:mod:`arena_verl.judge.simulated_law`). Logs and metrics name it ``simulated``."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import struct
 
 import numpy as np
-from scipy.special import expit, ndtri
+from scipy.special import ndtri
 
 from arena_verl.judge.base import JudgeStats, Trace
+from arena_verl.judge.simulated_law import LatencyModel, SimulatedBase, VerdictLaw
 
 __all__ = ["SimulatedTraceJudge", "hashed_quality"]
 
@@ -23,16 +24,16 @@ def hashed_quality(text: str, seed: int = 0) -> float:
     return float(ndtri(uniform))
 
 
-class SimulatedTraceJudge:
-    """SIMULATED judge over traces: ``P(first wins) = sigmoid(sharpness * (q_first - q_second) + position_bias)``,
-    with tie and parse-failure settings as :class:`arena_verl.core.tournament.SimulatedJudge`. Draws come from one
-    generator seeded by ``seed``.
+class SimulatedTraceJudge(SimulatedBase):
+    """SIMULATED judge over traces: ``P(first wins) = F(sharpness * (q_first - q_second) + position_bias)`` with
+    tie and parse-failure rates, as :class:`arena_verl.judge.simulated_pairs.SimulatedJudge` (one
+    :class:`~arena_verl.judge.simulated_law.VerdictLaw`; ``F`` logistic unless ``noise="probit"``).
 
-    Each call waits a random latency of mean ``latency_s`` (0: answers at once): exponential when ``latency_sigma``
-    is 0 (the historical default), else log-normal with that sigma (of the log), e.g. 0.3 for a judge whose calls
-    take about the same time (the live-latency benchmark's protocol)."""
-
-    name = "simulated"
+    Draws come from one generator seeded by ``seed``: each call takes its verdict's three uniforms (a pointwise
+    score: a uniform and a normal), then its latency. Each call waits a random latency of mean ``latency_s`` (0:
+    answers at once): exponential when ``latency_sigma`` is 0 (the historical default), else log-normal with that
+    sigma (of the log), e.g. 0.3 for a judge whose calls take about the same time (the live-latency benchmark's
+    protocol); :class:`~arena_verl.judge.simulated_law.LatencyModel`."""
 
     def __init__(
         self,
@@ -44,13 +45,11 @@ class SimulatedTraceJudge:
         latency_s: float = 0.0,
         latency_sigma: float = 0.0,
         seed: int = 0,
+        noise: str = "logistic",
     ):
-        if not (latency_s >= 0 and latency_sigma >= 0):  # also rejects NaN
-            raise ValueError(f"latency_s and latency_sigma must be >= 0, got {latency_s!r} and {latency_sigma!r}")
-        self.sharpness, self.position_bias = float(sharpness), float(position_bias)
-        self.tie_rate, self.parse_failure_rate = float(tie_rate), float(parse_failure_rate)
-        self.latency_s, self.latency_sigma, self.seed = float(latency_s), float(latency_sigma), int(seed)
-        self.rng = np.random.default_rng(seed)
+        law = VerdictLaw(sharpness, noise, position_bias, tie_rate, parse_failure_rate)
+        super().__init__(law, LatencyModel(latency_s, latency_sigma), np.random.default_rng(seed))
+        self.seed = int(seed)
         self.stats = JudgeStats()
 
     def quality(self, trace: Trace) -> float:
@@ -66,40 +65,21 @@ class SimulatedTraceJudge:
         task: str = "math",
         group: str | None = None,
     ) -> float | None:
-        u_fail, u_tie, u_win = self.rng.random(3)
+        uniforms = self.rng.random(3)
         await self._wait()
         self.stats.calls += 1
-        if u_fail < self.parse_failure_rate:
+        outcome = self.law.verdict(self.quality(first), self.quality(second), uniforms)
+        if outcome is None:
             self.stats.failures += 1
-            return None
-        if u_tie < self.tie_rate:
-            return 0.5
-        margin = self.sharpness * (self.quality(first) - self.quality(second)) + self.position_bias
-        return 1.0 if u_win < expit(margin) else 0.0
+        return outcome
 
     async def score(
         self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math", group: str | None = None
     ) -> float | None:
-        u_fail, noise = self.rng.random(), self.rng.normal(scale=0.15)
+        u_fail, noise = self.rng.random(), self.rng.standard_normal()
         await self._wait()
         self.stats.calls += 1
-        if u_fail < self.parse_failure_rate:
+        grade = self.law.grade(self.quality(trace), u_fail, noise)
+        if grade is None:
             self.stats.failures += 1
-            return None
-        level = expit(self.sharpness * self.quality(trace)) + noise
-        return float(np.clip(np.round(2.0 * level) / 2.0, 0.0, 1.0))
-
-    def draw_latency(self) -> float:
-        """One call's latency in seconds: exponential (``latency_sigma == 0``) or log-normal, mean ``latency_s``."""
-        if self.latency_s == 0:
-            return 0.0
-        if self.latency_sigma == 0:
-            return float(self.rng.exponential(self.latency_s))
-        # E[exp(N(mu, sigma^2))] = exp(mu + sigma^2 / 2): this mu makes the mean latency_s.
-        mu = np.log(self.latency_s) - 0.5 * self.latency_sigma**2
-        return float(self.rng.lognormal(mu, self.latency_sigma))
-
-    async def _wait(self) -> None:
-        delay = self.draw_latency()
-        if delay > 0:
-            await asyncio.sleep(delay)
+        return grade

@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from arena_verl.judge.prompts import check_judge_templates
+from arena_verl.judge.templates import check_judge_templates
 from arena_verl.settings import JudgeSettings, settings_from_config
 
 __all__ = ["JUDGE_SPEC_FORMS", "SIM_OPTIONS", "judge_settings_from_spec", "judge_spec"]

@@ -9,8 +9,8 @@ import asyncio
 import threading
 
 from arena_verl.judge.base import Reply
+from arena_verl.judge.hygiene import special_token_strings
 from arena_verl.judge.model_judge import ModelJudge
-from arena_verl.judge.prompts import special_token_strings
 from arena_verl.settings import JudgeSettings
 
 __all__ = ["TransformersJudge", "render_chat"]

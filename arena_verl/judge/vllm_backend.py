@@ -17,8 +17,8 @@ import uuid
 import ray
 
 from arena_verl.judge.base import Reply
+from arena_verl.judge.hygiene import special_token_strings
 from arena_verl.judge.model_judge import ModelJudge
-from arena_verl.judge.prompts import special_token_strings
 from arena_verl.judge.transformers_backend import render_chat
 from arena_verl.settings import JudgeSettings
 

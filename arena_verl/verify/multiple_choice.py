@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 
-from arena_verl.verify.math_verifier import boxed_spans
+from arena_verl.verify.extraction import boxed_spans
 
 __all__ = ["extract_choice", "score", "DEFAULT_LETTERS"]
 

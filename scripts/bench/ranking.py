@@ -33,7 +33,7 @@ from arena_verl.tournament import (
     run_tournament,
 )
 
-FIRST_WIN_RATE = 0.63  # the average LLM judge's preference for the first-shown answer (see docs/DESIGN)
+FIRST_WIN_RATE = 0.63  # the average LLM judge's preference for the first-shown answer (position-bias studies)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena_verl.judge import prompts
+from arena_verl.judge import hygiene
 from arena_verl.judge.prompts import (
     approx_tokens,
     build_pairwise_messages,
@@ -133,7 +133,7 @@ FAMILIES = {
 def best_time(fn, arg, runs=3):
     best = float("inf")
     for _ in range(runs):
-        prompts._CACHE.clear()  # a result cache would hide the work
+        hygiene._CACHE.clear()  # a result cache would hide the work
         start = time.perf_counter()
         fn(arg)
         best = min(best, time.perf_counter() - start)
