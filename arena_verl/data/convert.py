@@ -7,6 +7,10 @@ verl 0.9.1 does not tell a reward manager which samples are validation samples, 
     python -m arena_verl.data mark-split ~/data/math/test.parquet --split test
     python -m arena_verl.data make-arithmetic train.parquet --rows 64 --split train --seed 0
     python -m arena_verl.data convert aime_2024.jsonl --output aime2024.parquet --data-source aime2024 --split test
+
+``convert`` reads the file with the question/answer reader the benchmark presets use (:mod:`arena_verl.data.qa`):
+answers are kept exactly as written (``"033"``, ``0.50``, a 30-digit integer) and a row without a question or an
+answer is refused. Bad input to ``convert`` ends with one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ import argparse
 import sys
 from pathlib import Path
 
-__all__ = ["mark_split", "make_arithmetic", "splits_of", "convert_qa"]
+from arena_verl.core.errors import EXIT_BAD_INPUT, InputError
+from arena_verl.data.qa import DataError, question_answers, read_rows
+from arena_verl.data.verl_layout import MATH_SUFFIX, verl_row, write_parquet
 
-MATH_SUFFIX = "Please reason step by step, and put your final answer within \\boxed{}."
+__all__ = ["MATH_SUFFIX", "mark_split", "make_arithmetic", "splits_of", "convert_qa", "main"]
 
 
 def mark_split(path: str | Path, split: str, output: str | Path | None = None) -> int:
@@ -58,8 +64,8 @@ def make_arithmetic(
         op = ("+", "-", "*")[index % 3]
         answer = {"+": a + b, "-": a - b, "*": a * b}[op]
         question = f"What is {a} {op} {b}? Put the final answer in \\boxed{{}}."
-        records.append(_verl_row(data_source, question, str(answer), split, index))
-    _write(records, path)
+        records.append(verl_row(data_source, question, str(answer), split, index))
+    write_parquet(records, path)
     return rows
 
 
@@ -74,50 +80,25 @@ def convert_qa(
     suffix: str = MATH_SUFFIX,
     ability: str = "math",
 ) -> int:
-    """A local question/answer file (parquet, jsonl or json, as public math sets ship them) as a verl parquet file:
-    ``prompt`` (one user message: the question and ``suffix``), ``data_source``, ``ability``,
-    ``reward_model.ground_truth`` (the answer as text) and ``extra_info.split/index``. Rows without a question or an
-    answer are an error that names the row. Returns the row count."""
-    import pandas as pd
-
-    source = Path(source)
-    if source.suffix == ".parquet":
-        frame = pd.read_parquet(source)
-    elif source.suffix in (".jsonl", ".json"):
-        frame = pd.read_json(source, lines=source.suffix == ".jsonl")
-    else:
-        raise ValueError(f"{source}: expected a .parquet, .jsonl or .json file")
-    missing = [key for key in (question_key, answer_key) if key not in frame.columns]
-    if missing:
-        raise ValueError(f"{source}: no column {missing} (columns: {sorted(map(str, frame.columns))})")
+    """A local question/answer file (parquet, jsonl, json or csv, as public math sets ship them) as a verl parquet
+    file: ``prompt`` (one user message: the question and ``suffix``), ``data_source``, ``ability``,
+    ``reward_model.ground_truth`` (the answer exactly as written: ``"033"`` and ``0.50`` stay as they are) and
+    ``extra_info.split/index``. The file is read by :mod:`arena_verl.data.qa`, as the benchmark presets read theirs:
+    a row without a question or an answer (missing, null, empty), or whose answer is a boolean, a list or an object,
+    is a :class:`~arena_verl.data.qa.DataError` naming the file and row. Returns the row count."""
+    rows = read_rows(source)
+    if not rows:
+        raise DataError(f"{source}: no rows")
     records = []
-    for index, (question, answer) in enumerate(zip(frame[question_key], frame[answer_key])):
-        if not isinstance(question, str) or not question.strip() or answer is None or str(answer).strip() == "":
-            raise ValueError(f"{source}: row {index} has no {question_key!r} or no {answer_key!r}")
-        content = f"{question.strip()}\n\n{suffix}" if suffix else question.strip()
-        records.append(_verl_row(data_source, content, str(answer).strip(), split, index, ability))
-    if not records:
-        raise ValueError(f"{source}: no rows")
-    _write(records, output)
+    for index, pair in enumerate(question_answers(rows, question_key, answer_key)):
+        content = f"{pair.question}\n\n{suffix}" if suffix else pair.question
+        records.append(verl_row(data_source, content, pair.answer, split, index, ability))
+    write_parquet(records, output)
     return len(records)
 
 
-def _verl_row(data_source: str, user_message: str, ground_truth: str, split: str, index: int, ability: str = "math"):
-    """One row in verl's parquet layout (as verl's own preprocessing scripts write it)."""
-    return {
-        "data_source": data_source,
-        "prompt": [{"role": "user", "content": user_message}],
-        "ability": ability,
-        "reward_model": {"style": "rule", "ground_truth": ground_truth},
-        "extra_info": {"split": split, "index": index},
-    }
-
-
-def _write(records: list[dict], path: str | Path) -> None:
-    import pandas as pd
-
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame.from_records(records).to_parquet(path)
+# The names earlier releases exported (arena_verl.testing.toy imports them).
+_verl_row, _write = verl_row, write_parquet
 
 
 def splits_of(path: str | Path) -> set:
@@ -130,7 +111,7 @@ def splits_of(path: str | Path) -> set:
     return {info.get("split") if isinstance(info, dict) else None for info in frame["extra_info"]}
 
 
-def main(argv: list[str] | None = None) -> None:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     mark = commands.add_parser("mark-split", help="write extra_info.split into a verl parquet file")
@@ -144,7 +125,9 @@ def main(argv: list[str] | None = None) -> None:
     make.add_argument("--rows", type=int, default=64)
     make.add_argument("--split", default="train")
     make.add_argument("--seed", type=int, default=0)
-    conv = commands.add_parser("convert", help="a local question/answer file (parquet/jsonl/json) as verl parquet")
+    conv = commands.add_parser(
+        "convert", help="a local question/answer file (parquet/jsonl/json/csv) as verl parquet, answers as written"
+    )
     conv.add_argument("path")
     conv.add_argument("--output", required=True)
     conv.add_argument("--data-source", required=True, help="e.g. aime2024 (matched by reward.arena.math_data_sources)")
@@ -157,7 +140,10 @@ def main(argv: list[str] | None = None) -> None:
     )
     check.add_argument("path")
     check.add_argument("splits", nargs="+")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "mark-split":
         rows = mark_split(args.path, args.split, args.output)
         print(f"{rows} rows marked split={args.split!r} -> {args.output or args.path}")
@@ -165,15 +151,18 @@ def main(argv: list[str] | None = None) -> None:
         rows = make_arithmetic(args.path, args.rows, args.split, args.seed)
         print(f"{rows} arithmetic problems (split={args.split!r}) -> {args.path}")
     elif args.command == "convert":
-        rows = convert_qa(
-            args.path,
-            args.output,
-            data_source=args.data_source,
-            split=args.split,
-            question_key=args.question_key,
-            answer_key=args.answer_key,
-            suffix=args.suffix,
-        )
+        try:
+            rows = convert_qa(
+                args.path,
+                args.output,
+                data_source=args.data_source,
+                split=args.split,
+                question_key=args.question_key,
+                answer_key=args.answer_key,
+                suffix=args.suffix,
+            )
+        except OSError as exc:  # the input cannot be read or the output cannot be written
+            raise InputError(str(exc)) from None
         print(f"{rows} rows ({args.data_source}, split={args.split!r}) -> {args.output}")
     else:
         # 1 means "a split outside SPLITS" only: a file that cannot be read is 2, never taken for "mark a copy".
@@ -181,9 +170,20 @@ def main(argv: list[str] | None = None) -> None:
             found = splits_of(args.path)
         except Exception as exc:  # noqa: BLE001  (one readable line for any unreadable input)
             print(f"error: cannot read the splits of {args.path}: {exc}", file=sys.stderr)
-            raise SystemExit(2) from None
-        raise SystemExit(0 if found <= set(args.splits) else 1)
+            return EXIT_BAD_INPUT
+        return 0 if found <= set(args.splits) else 1
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The exit status: 0 done, 2 bad input (one line on stderr, no traceback); has-split also 1."""
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -164,7 +164,7 @@ def build_coin_flip_model(path: Path, seed: int = 0) -> Path:
 def make_coin_flip_data(path: str | Path, rows: int, split: str, data_source: str = "coin_flip_math") -> int:
     """``rows`` questions whose answers alternate 1 and 2, in verl's parquet layout (for the coin-flip policy; the
     data source is matched by the arena's math verifier). Returns the row count."""
-    from arena_verl.data.convert import _verl_row, _write
+    from arena_verl.data.verl_layout import verl_row, write_parquet
 
     if rows < 1:
         raise ValueError(f"rows must be >= 1, got {rows}")
@@ -172,8 +172,8 @@ def make_coin_flip_data(path: str | Path, rows: int, split: str, data_source: st
     for index in range(rows):
         answer = COIN_FLIP_ANSWERS[index % 2]
         question = f"Question {index}: is the answer 1 or 2?"
-        records.append(_verl_row(data_source, question, answer, split, index))
-    _write(records, path)
+        records.append(verl_row(data_source, question, answer, split, index))
+    write_parquet(records, path)
     return rows
 
 

@@ -72,7 +72,7 @@ done
 mkdir -p "$DEST"
 rm -f "$DEST"/*.jsonl
 cp "$DUMP_DIR"/*.jsonl "$DEST"/
-# One line per group: how many of its N samples the verifier accepted (the mix the README reports).
+# One line per group: how many of its N samples the verifier accepted (the mix arena_verl/sample_traces/README.md reports).
 "$PYTHON" - "$DEST" <<'EOF'
 import collections, json, sys
 from pathlib import Path

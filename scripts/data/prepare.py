@@ -7,56 +7,10 @@
     python scripts/data/prepare.py train_mix dapo-math-17k.parquet --output data/train.parquet
 
 Nothing is downloaded. Bad input ends with one line naming the file, row and column, and exit code 2.
-See scripts/data/README.md and arena_verl/benchmarks.py.
+The command lives in arena_verl/tools/prepare.py; see scripts/data/README.md.
 """
 
-from __future__ import annotations
-
-import argparse
-import sys
-from pathlib import Path
-
-from arena_verl.data.benchmarks import PRESETS, DataError, Options, prepare
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["list"]:
-        for preset in PRESETS.values():
-            print(f"{preset.name:18} {preset.source}  (data_source {preset.data_source}, split {preset.split})")
-        return 0
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("preset", choices=list(PRESETS), help="or 'list' to print the presets")
-    parser.add_argument("inputs", nargs="+", type=Path, help="local .parquet/.jsonl/.json/.csv file(s), in order")
-    parser.add_argument("--output", required=True, type=Path, help="the verl .parquet file to write")
-    parser.add_argument("--split", default=None, help="extra_info.split (default: test, or train for train_mix)")
-    parser.add_argument("--limit", type=int, default=None, help="keep the first N problems")
-    parser.add_argument("--seed", type=int, default=0, help="gpqa_diamond: seeds the order of the options")
-    parser.add_argument("--question-key", default=None, help="the question column (default: a common name)")
-    parser.add_argument("--answer-key", default=None, help="the answer column (default: a common name)")
-    parser.add_argument("--data-source", default=None, help="override the preset's data_source")
-    parser.add_argument("--since", default=None, help="livecodebench_v6: keep contest_date >= this (YYYY-MM-DD)")
-    parser.add_argument("--public-tests-only", action="store_true", help="livecodebench_v6: skip private tests")
-    parser.add_argument("--reprompt", action="store_true", help="train_mix: rebuild verl-layout prompts (boxed)")
-    parser.add_argument("--keep-duplicates", action="store_true", help="keep rows repeating a prompt and answer")
-    args = parser.parse_args(argv)
-    options = Options(
-        split=args.split, seed=args.seed, question_key=args.question_key, answer_key=args.answer_key,
-        data_source=args.data_source, since=args.since, public_tests_only=args.public_tests_only,
-        reprompt=args.reprompt,
-    )  # fmt: skip
-    try:
-        report = prepare(args.preset, args.inputs, args.output, options, args.limit, args.keep_duplicates)
-    except (DataError, OSError) as exc:  # OSError: the output cannot be written
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    notes = list(report.notes)
-    if report.dropped_duplicates:
-        notes.append(f"{report.dropped_duplicates} repeated rows dropped")
-    tail = f" ({'; '.join(notes)})" if notes else ""
-    print(f"{report.rows} rows ({report.data_source}, split={report.split!r}) -> {args.output}{tail}")
-    return 0
-
+from arena_verl.tools.prepare import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

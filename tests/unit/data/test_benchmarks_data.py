@@ -377,9 +377,9 @@ def test_a_method_name_verls_sandbox_wrapper_shadows_is_reported(tmp_path):
 
 
 def test_compressed_tests_that_inflate_past_the_cap_are_refused(tmp_path, monkeypatch):
-    from arena_verl.data import benchmarks
+    from arena_verl.data.benchmarks import livecodebench
 
-    monkeypatch.setattr(benchmarks, "MAX_DECOMPRESSED_BYTES", 64)
+    monkeypatch.setattr(livecodebench, "MAX_DECOMPRESSED_BYTES", 64)
     record = lcb_records()[1]
     record["private_test_cases"] = compressed([{"input": "1\n" * 100, "output": "2\n", "testtype": "stdin"}])
     with pytest.raises(DataError, match="row 0: 'private_test_cases': decompresses to more than 64 bytes"):
@@ -394,3 +394,30 @@ def test_a_json_list_file(tmp_path):
     source.write_text(json.dumps({"question": "Q1?"}))
     with pytest.raises(DataError, match="expected a JSON list of objects"):
         convert(tmp_path, "beyondaime", source)
+
+
+def test_the_prepare_command_in_process_and_as_a_subcommand(tmp_path, inputs, capsys):
+    """arena_verl.tools.prepare: main() for the script, configure_parser() + run() for the ``arena-verl`` command."""
+    import argparse
+
+    from arena_verl.tools import prepare as command
+
+    assert command.main(["list"]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()] == list(PRESETS)
+    assert command.main(["aime2025", str(tmp_path / "nope.jsonl"), "--output", str(tmp_path / "o.parquet")]) == 2
+    assert capsys.readouterr().err == f"error: {tmp_path / 'nope.jsonl'}: no such file\n"
+
+    top = argparse.ArgumentParser(prog="arena-verl")
+    sub = top.add_subparsers(dest="command").add_parser("prepare")
+    command.configure_parser(sub)
+    sub.set_defaults(run=command.run)
+    with pytest.raises(SystemExit) as listed:  # `arena-verl prepare list` needs no inputs nor --output
+        top.parse_args(["prepare", "list"])
+    assert listed.value.code == 0 and "gpqa_diamond" in capsys.readouterr().out
+    output = tmp_path / "g.parquet"
+    args = top.parse_args(["prepare", "gpqa_diamond", str(inputs["gpqa_diamond"]), "--output", str(output)])
+    assert args.run(args) == 0
+    assert capsys.readouterr().out.startswith("3 rows (gpqa_diamond, split='test')")
+    with pytest.raises(SystemExit) as refused:
+        top.parse_args(["prepare", "nosuch", "x", "--output", "o.parquet"])
+    assert refused.value.code == 2 and "invalid choice: 'nosuch'" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""mark-split writes extra_info.split into verl parquet files, keeping what was there."""
+"""mark-split writes extra_info.split into verl parquet files, keeping what was there; has-split reads it."""
 
 import subprocess
 import sys
@@ -41,32 +41,12 @@ def test_a_non_mapping_extra_info_is_an_error(tmp_path):
         mark_split(path, "test")
 
 
-def test_convert_a_local_qa_file_to_verl_parquet(tmp_path):
-    from arena_verl.data.convert import convert_qa
+def test_has_split_exit_status_in_process(tmp_path, capsys):
+    from arena_verl.data.convert import main
 
-    source = tmp_path / "aime.jsonl"
-    pd.DataFrame({"problem": ["Find $x$ if $x+1=3$.", "What is 7*6?"], "answer": [2, "42"]}).to_json(
-        source, orient="records", lines=True
-    )
-    out = tmp_path / "aime.parquet"
-    assert convert_qa(source, out, data_source="aime2024", split="test") == 2
-    frame = pd.read_parquet(out)
-    assert list(frame.data_source) == ["aime2024", "aime2024"]
-    assert frame.prompt[0][0]["role"] == "user" and frame.prompt[0][0]["content"].startswith("Find $x$")
-    assert "\\boxed{}" in frame.prompt[0][0]["content"]
-    assert [r["ground_truth"] for r in frame.reward_model] == ["2", "42"]
-    assert [(e["split"], e["index"]) for e in frame.extra_info] == [("test", 0), ("test", 1)]
-
-
-def test_convert_names_what_is_missing(tmp_path):
-    from arena_verl.data.convert import convert_qa
-
-    source = tmp_path / "set.parquet"
-    pd.DataFrame({"question": ["q"], "answer": ["1"]}).to_parquet(source)
-    with pytest.raises(ValueError, match=r"no column \['problem'\]"):
-        convert_qa(source, tmp_path / "o.parquet", data_source="x", split="test")
-    pd.DataFrame({"problem": ["q", " "], "answer": ["1", "2"]}).to_parquet(source)
-    with pytest.raises(ValueError, match="row 1 has no 'problem'"):
-        convert_qa(source, tmp_path / "o.parquet", data_source="x", split="test")
-    with pytest.raises(ValueError, match="expected a .parquet"):
-        convert_qa(tmp_path / "set.csv", tmp_path / "o.parquet", data_source="x", split="test")
+    path = tmp_path / "val.parquet"
+    pd.DataFrame({"extra_info": [{"split": "test"}, {"split": "val"}]}).to_parquet(path)
+    assert main(["has-split", str(path), "test", "val"]) == 0
+    assert main(["has-split", str(path), "test"]) == 1  # a split outside SPLITS
+    assert main(["has-split", str(tmp_path / "missing.parquet"), "test"]) == 2  # unreadable, never "mark a copy"
+    assert capsys.readouterr().err.startswith("error: cannot read the splits of")

@@ -1,0 +1,117 @@
+"""The presets by name (:data:`PRESETS`) and the driver that converts local files with one of them
+(:func:`prepare`): read, build, drop repeats, limit, number, write."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from arena_verl.data.benchmarks.gpqa import GPQA_COLUMNS, build_gpqa
+from arena_verl.data.benchmarks.livecodebench import LCB_COLUMNS, build_livecodebench, shadowed_functions
+from arena_verl.data.benchmarks.math_presets import MATH_COLUMNS, build_math_benchmark, build_train_mix
+from arena_verl.data.benchmarks.preset import Options, Preset, Report
+from arena_verl.data.qa import DataError, names, read_rows
+from arena_verl.data.verl_layout import write_parquet
+
+__all__ = ["DEFAULT_OPTIONS", "PRESETS", "prepare"]
+
+DEFAULT_OPTIONS = Options()  # frozen: safe to share as a default argument
+
+
+def _math_preset(name: str, source: str, data_source: str) -> Preset:
+    return Preset(name, source, MATH_COLUMNS, data_source, "math", "test", build_math_benchmark)
+
+
+PRESETS: dict[str, Preset] = {
+    preset.name: preset
+    for preset in (
+        _math_preset("aime2024", "BytedTsinghua-SIA/AIME-2024", "aime2024"),
+        _math_preset("aime2025", "MathArena/aime_2025", "aime2025"),
+        _math_preset("aime2026", "MathArena/aime_2026", "aime2026"),
+        _math_preset("beyondaime", "ByteDance-Seed/BeyondAIME", "beyondaime"),
+        Preset(
+            "gpqa_diamond",
+            "Idavidrein/gpqa (config gpqa_diamond)",
+            ", ".join(GPQA_COLUMNS),
+            "gpqa_diamond",
+            "multiple_choice",
+            "test",
+            build_gpqa,
+        ),  # fmt: skip
+        # verl 0.9.1's default_compute_score sends codecontests/apps/codeforces/taco to the sandbox scorer.
+        Preset(
+            "livecodebench_v6",
+            "livecodebench/code_generation_lite (release_v6)",
+            LCB_COLUMNS,
+            "codecontests",
+            "code",
+            "test",
+            build_livecodebench,
+        ),  # fmt: skip
+        Preset(
+            "train_mix",
+            "a local math file (e.g. BytedTsinghua-SIA/DAPO-Math-17k)",
+            MATH_COLUMNS,
+            "math",
+            "math",
+            "train",
+            build_train_mix,
+        ),  # fmt: skip
+    )
+}
+
+
+def prepare(
+    preset_name: str,
+    inputs: Sequence[str | Path],
+    output: str | Path,
+    options: Options = DEFAULT_OPTIONS,
+    limit: int | None = None,
+    keep_duplicates: bool = False,
+) -> Report:
+    """Convert local ``inputs`` (rows taken in order, file after file) with preset ``preset_name`` and write the
+    verl parquet file ``output``. Raises DataError (naming the file, row and column) for unusable input."""
+    if preset_name not in PRESETS:
+        raise DataError(f"unknown preset {preset_name!r} (presets: {', '.join(PRESETS)})")
+    preset = PRESETS[preset_name]
+    if Path(output).suffix != ".parquet":
+        raise DataError(f"{output}: the output must be a .parquet file")
+    if limit is not None and limit < 1:
+        raise DataError(f"--limit must be >= 1, got {limit}")
+    if options.split is not None and not options.split.strip():
+        raise DataError("--split must not be empty")
+    rows = [row for path in inputs for row in read_rows(path)]
+    if not rows:
+        raise DataError(f"{names(inputs)}: no rows")
+    records = preset.build(preset, rows, options)
+    report = Report(0, options.data_source or preset.data_source, options.split or preset.split)
+    if len(records) < len(rows):
+        report.notes.append(f"{len(rows) - len(records)} rows before --since {options.since}")
+    if not keep_duplicates:
+        unique = _drop_repeats(records)
+        report.dropped_duplicates = len(records) - len(unique)
+        records = unique
+    records = records[:limit]
+    if not records:
+        raise DataError(f"{names(inputs)}: no rows left to write")
+    for index, record in enumerate(records):
+        record["extra_info"]["index"] = index
+    if clashes := shadowed_functions(records):
+        report.notes.append(
+            f"verl's sandbox wrapper calls its own {', '.join(clashes)} instead of the solution's method"
+        )
+    write_parquet(records, output)
+    report.rows = len(records)
+    report.data_source = records[0]["data_source"]
+    return report
+
+
+def _drop_repeats(records: list[dict]) -> list[dict]:
+    seen, unique = set(), []
+    for record in records:
+        key = (json.dumps(record["prompt"]), record["reward_model"]["ground_truth"])
+        if key not in seen:
+            seen.add(key)
+            unique.append(record)
+    return unique
