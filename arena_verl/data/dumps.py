@@ -1,21 +1,33 @@
-"""Reading generations to evaluate: verl's validation dumps (joined to the validation parquet) or plain jsonl files.
+"""Reading dumps as joined samples: verl's rollout and validation dumps (joined to the run's parquet) or plain jsonl
+generation files. The first step of the one dump reader of ``analyze``, ``score`` and the evaluation (the next,
+verification, is :mod:`arena_verl.evaluation.verified`).
 
-**verl's validation dumps** (``trainer.validation_data_dir``): one ``<global_step>.jsonl`` per validation, written
-by the trainer's ``_dump_generations``, one line per sample with the keys ``input`` (the prompt's token ids decoded
-with ``skip_special_tokens=True``: the chat template's text without its special tokens), ``output`` (the response,
-decoded the same way), ``gts`` (``reward_model.ground_truth``), ``score`` (the reward), ``step``, and every reward
-extra-info key (the arena manager's ``acc``, ``arena/*``). verl's V1 trainer also writes ``uid``, the sample's key
-``{prompt uuid}_{session}_{index}``: the samples of one prompt share the uuid, and a session (one of the n samples)
-with several outputs (multi-turn agent loops) is scored by its last output, as verl's own metrics do. The legacy
-trainer writes no ``uid``: its samples of one prompt share the ``input`` text.
+**verl's dumps** (``trainer.rollout_data_dir``, ``trainer.validation_data_dir``): one ``<global_step>.jsonl`` per
+step, written by the trainer's ``_dump_generations``, one line per sample with the keys ``input`` (the prompt's
+token ids decoded with ``skip_special_tokens=True``: the chat template's text without its special tokens),
+``output`` (the response, decoded the same way), ``gts`` (``reward_model.ground_truth``), ``score`` (the reward),
+``step``, and every reward extra-info key (the arena manager's ``acc``, ``arena/*``). verl's V1 trainer also writes
+``uid``, the sample's key ``{prompt uuid}_{session}_{index}``: the samples of one prompt share the uuid, and a
+session (one of the n samples) with several outputs (multi-turn agent loops) is scored by its last output, as verl's
+own metrics do. The legacy trainer writes no ``uid``: its samples of one prompt share the ``input`` text.
 
-No dump names its ``data_source``, so each prompt is joined to its row of the validation parquet files: a row
+No dump names its ``data_source``, so each prompt is joined to its row of the run's parquet files: a row
 matches when its last user message is contained in the dump's ``input`` (all whitespace removed on both sides,
 which is immune to the chat template and to the decoder's spacing). When several rows match, the dump's ``gts``
 narrows them down, then a row whose message is contained in another match's message gives way to that one (the
-input holds the longer question). Rows left that disagree on data source, ability or ground truth are an error,
-as are prompts that match no row and matches whose ground truth differs from the dump's ``gts``: each error names
-how many prompts and one example. The ground truth used for scoring is the parquet's.
+input holds the longer question). Rows left that disagree on data source or ability (or, for a prompt without
+``gts``, on ground truth) are an error, as are prompts that match no row: each error names how many prompts and one
+example. Without parquet files (``--data``) every prompt is math, of the data source :data:`NO_DATA_SOURCE`.
+
+**The ground truth** of a dumped prompt (one rule, for ``analyze``, ``score`` and the evaluation alike):
+
+1. the dump's ``gts``: what the run's reward manager scored against (verl writes the batch's
+   ``reward_model.ground_truth``), so an offline verdict reproduces the run's;
+2. the parquet row's where the dump has none (``gts`` missing or null), or where the two are the same truth (the
+   row keeps its type: verl's legacy trainer writes what JSON cannot hold with ``str()``);
+3. a row whose ground truth differs from the dump's is a *disagreement*: counted
+   (:attr:`DumpFile.disagreements`) and reported by every tool (:func:`disagreement_note`: a line on stderr, a
+   count in its JSON output), never a reason to verify against another answer.
 
 **Plain generation files** (any ``.jsonl`` whose lines have ``response``), for evaluation without the trainer::
 
@@ -30,31 +42,49 @@ Such files need no parquet.
 from __future__ import annotations
 
 import json
-import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena_verl.core.errors import InputError
+from arena_verl.data.prompt_match import (
+    PromptIndex,
+    PromptMatch,
+    ValidationRow,
+    canonical,
+    joined_truth,
+    last_user_message,
+    plain,
+    short,
+    squash,
+)
+
 __all__ = [
+    "NO_DATA_SOURCE",
+    "DumpFile",
     "EvaluationInputError",
     "PromptIndex",
     "PromptMatch",
+    "PromptSamples",
     "Sample",
+    "TruthDisagreement",
     "ValidationRow",
+    "disagreement_note",
     "find_dump_files",
+    "joined_truth",
     "prompt_groups",
+    "read_dump_file",
     "read_jsonl",
     "read_samples",
     "read_validation_data",
     "select_steps",
 ]
 
-_WHITESPACE = re.compile(r"\s+")
-_EXAMPLE_CHARS = 160
+NO_DATA_SOURCE = "(no --data)"  # the data source of a dumped prompt when no parquet names it (verified as math)
 
 
-class EvaluationInputError(ValueError):
+class EvaluationInputError(InputError):
     """Input that cannot be evaluated as given (the message names the file, row or prompt)."""
 
 
@@ -69,17 +99,46 @@ class Sample:
     response: str
     dumped_score: float | None = None  # the reward the trainer's reward manager gave
     dumped_acc: float | None = None  # its "acc" extra info, when it wrote one
+    line: int | None = None  # its line in the file, for messages
 
 
 @dataclass(frozen=True)
-class ValidationRow:
-    """One row of a validation parquet file."""
+class PromptSamples:
+    """One prompt's samples in one file: the final output of each session, joined to its data source."""
 
-    where: str  # "file.parquet row 3", for messages
-    data_source: str
-    ability: str | None
-    ground_truth: Any
-    user_message: str
+    key: str  # "uid <uuid>" (V1 dump), "input of line N" (legacy dump), "<source> index <i>" (generation file)
+    line: int  # the line it first appears on
+    problem: str | None  # the dump's input: the prompt as the policy saw it (None in generation files)
+    samples: tuple[Sample, ...]
+
+
+@dataclass(frozen=True)
+class TruthDisagreement:
+    """A dumped prompt whose parquet row has another ground truth than the dump's ``gts`` (the dump's is used)."""
+
+    path: Path
+    line: int
+    dumped: Any
+    parquet: Any
+    row: str  # "file.parquet row 3"
+
+
+@dataclass
+class DumpFile:
+    """One file's prompts, joined (see the module docstring)."""
+
+    path: Path
+    step: int | None  # from the file name
+    grouped_by: str  # "uid" (V1 dump), "prompt" (legacy dump: shared input text) or "generations"
+    prompts: list[PromptSamples]
+    joined: bool  # data sources from parquet rows (else NO_DATA_SOURCE, or a generation file's own)
+    disagreements: list[TruthDisagreement]
+    lines: int  # lines read (a multi-output session's earlier outputs included)
+    line_step: int | None = None  # the first line's ``step``
+
+    @property
+    def samples(self) -> list[Sample]:
+        return [sample for prompt in self.prompts for sample in prompt.samples]
 
 
 # ------------------------------------------------------------------------------------------------------- files
@@ -138,8 +197,8 @@ def read_validation_data(paths: list[str | Path]) -> list[ValidationRow]:
             where = f"{path} row {number}"
             if not isinstance(reward_model, dict) or "ground_truth" not in reward_model:
                 raise EvaluationInputError(f"{where}: reward_model has no ground_truth")
-            message = _last_user_message(prompt)
-            if not message or not _squash(message):
+            message = last_user_message(prompt)
+            if not message or not squash(message):
                 raise EvaluationInputError(f"{where}: the prompt has no user message")
             rows.append(
                 ValidationRow(where, str(data_source), _text_or_none(ability), reward_model["ground_truth"], message)
@@ -149,18 +208,51 @@ def read_validation_data(paths: list[str | Path]) -> list[ValidationRow]:
 
 def read_samples(path: str | Path, validation: list[ValidationRow] | None) -> list[Sample]:
     """The samples of one dump or generation file (a verl dump needs ``validation``, the parquet rows)."""
-    lines = read_jsonl(Path(path))
-    if "response" in lines[0][1]:
-        return _generation_samples(Path(path), lines)
-    if "input" in lines[0][1] and "output" in lines[0][1]:
-        if not validation:
+    index = PromptIndex(validation) if validation else None
+    return read_dump_file(path, index, need_data=True).samples
+
+
+def read_dump_file(
+    path: str | Path, index: PromptIndex | None, *, need_data: bool = False, generations: bool = True
+) -> DumpFile:
+    """One verl dump (joined to ``index``'s rows) or, when ``generations``, one plain generation file.
+
+    ``need_data``: a verl dump without ``index`` is an error (else every prompt is math, :data:`NO_DATA_SOURCE`).
+    """
+    path = Path(path)
+    lines = read_jsonl(path)
+    number, first = lines[0]
+    step = int(path.stem) if path.stem.isdigit() else None
+    value = first.get("step")
+    line_step = int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if "response" in first and generations:
+        prompts = _generation_prompts(path, lines)
+        return DumpFile(path, step, "generations", prompts, True, [], len(lines), line_step)
+    if "input" in first and "output" in first:
+        if index is None and need_data:
             raise EvaluationInputError(
                 f"{path}: a verl dump names no data source; give the validation parquet (--data)"
             )
-        return _dump_samples(Path(path), lines, validation)
+        prompts, disagreements, by_uid = _dump_prompts(path, lines, index)
+        grouped_by = "uid" if by_uid else "prompt"
+        return DumpFile(path, step, grouped_by, prompts, index is not None, disagreements, len(lines), line_step)
+    if not generations:
+        raise EvaluationInputError(f"{path} line {number}: not a verl dump (no input/output keys)")
     raise EvaluationInputError(
-        f"{path} line {lines[0][0]}: neither a verl dump (input, output) nor a generation file (response): "
-        f"keys {sorted(lines[0][1])}"
+        f"{path} line {number}: neither a verl dump (input, output) nor a generation file (response): "
+        f"keys {sorted(first)}"
+    )
+
+
+def disagreement_note(disagreements: list[TruthDisagreement]) -> str | None:
+    """One line on the prompts whose parquet ground truth is not the dump's (None when there are none)."""
+    if not disagreements:
+        return None
+    first = disagreements[0]
+    return (
+        f"{len(disagreements)} prompt(s) have another ground truth in --data than in the dump: verified against the "
+        f"dump's gts (what the run scored against), e.g. the prompt of {first.path} line {first.line} has gts "
+        f"{short(first.dumped)}, {first.row} has {short(first.parquet)}"
     )
 
 
@@ -189,8 +281,9 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
 # --------------------------------------------------------------------------------------------- generation files
 
 
-def _generation_samples(path: Path, lines: list[tuple[int, dict]]) -> list[Sample]:
-    samples = []
+def _generation_prompts(path: Path, lines: list[tuple[int, dict]]) -> list[PromptSamples]:
+    by_prompt: dict[str, list[Sample]] = {}
+    first_of: dict[str, int] = {}
     first_lines: dict[tuple[str, str], int] = {}  # (data source, prompt) -> the line it first appears on
     for number, record in lines:
         missing = [key for key in ("data_source", "response", "ground_truth") if key not in record]
@@ -206,7 +299,8 @@ def _generation_samples(path: Path, lines: list[tuple[int, dict]]) -> list[Sampl
         else:
             prompt = json.dumps(record["prompt"], sort_keys=True, ensure_ascii=False)
             prompt_id = f"{source} prompt of line {first_lines.setdefault((source, prompt), number)}"
-        samples.append(
+        first_of.setdefault(prompt_id, number)
+        by_prompt.setdefault(prompt_id, []).append(
             Sample(
                 benchmark=source,
                 ability=_text_or_none(record.get("ability")),
@@ -215,62 +309,74 @@ def _generation_samples(path: Path, lines: list[tuple[int, dict]]) -> list[Sampl
                 response=record["response"],
                 dumped_score=_number_or_none(record.get("score")),
                 dumped_acc=_number_or_none(record.get("acc")),
+                line=number,
             )
         )
-    return samples
+    return [PromptSamples(key, first_of[key], None, tuple(samples)) for key, samples in by_prompt.items()]
 
 
 # ------------------------------------------------------------------------------------------------- verl dumps
 
 
-def _dump_samples(path: Path, lines: list[tuple[int, dict]], validation: list[ValidationRow]) -> list[Sample]:
+def _dump_prompts(
+    path: Path, lines: list[tuple[int, dict]], index: PromptIndex | None
+) -> tuple[list[PromptSamples], list[TruthDisagreement], bool]:
+    """Each prompt's samples, joined to its row (see the module docstring); and whether it was grouped by uid."""
+    line_of = {id(record): number for number, record in lines}
     groups = prompt_groups(path, lines)
-    index = PromptIndex(validation)
-    unmatched, ambiguous, disagreeing = [], [], []
-    samples = []
-    for prompt_id, records in groups.items():
+    unmatched, ambiguous, disagreements, prompts = [], [], [], []
+    for key, records in groups.items():
+        first = line_of[id(records[0])]
         rendered, dumped_truth = records[0]["input"], records[0].get("gts")
-        rows = index.match(rendered, dumped_truth)
-        if not rows:
-            unmatched.append(rendered)
-            continue
-        if len({row.identity for row in rows}) > 1:
-            ambiguous.append((rendered, rows))
-            continue
-        row = rows[0].row
-        if dumped_truth is not None and not _same_truth(dumped_truth, row.ground_truth):
-            disagreeing.append((rendered, dumped_truth, row))
-            continue
-        for record in records:
-            samples.append(
-                Sample(
-                    benchmark=row.data_source,
-                    ability=row.ability,
-                    prompt_id=prompt_id,
-                    ground_truth=row.ground_truth,
-                    response=str(record["output"]),
-                    dumped_score=_number_or_none(record.get("score")),
-                    dumped_acc=_number_or_none(record.get("acc")),
-                )
+        source, ability, truth = NO_DATA_SOURCE, "math", dumped_truth
+        if index is not None:
+            rows = [match.row for match in index.match(rendered, dumped_truth)]
+            if not rows:
+                unmatched.append((first, rendered))
+                continue
+            # With a gts the truth is the dump's: rows need only agree on what they are; without, on the truth too.
+            kinds = {
+                (r.data_source, r.ability, None if dumped_truth is not None else canonical(r.ground_truth))
+                for r in rows
+            }
+            if len(kinds) > 1:
+                ambiguous.append((first, rows))
+                continue
+            row = rows[0]
+            source, ability = row.data_source, row.ability
+            truth, disagrees = joined_truth(dumped_truth, row.ground_truth)
+            if disagrees:
+                disagreements.append(TruthDisagreement(path, first, dumped_truth, plain(row.ground_truth), row.where))
+        samples = tuple(
+            Sample(
+                benchmark=source,
+                ability=ability,
+                prompt_id=key,
+                ground_truth=truth,
+                response=str(record["output"]),
+                dumped_score=_number_or_none(record.get("score")),
+                dumped_acc=_number_or_none(record.get("acc")),
+                line=line_of[id(record)],
             )
+            for record in records
+        )
+        prompts.append(PromptSamples(key, first, rendered, samples))
     problems = []
     if unmatched:
-        problems.append(f"{len(unmatched)} prompt(s) match no validation row, e.g. input {_short(unmatched[0])}")
-    if ambiguous:
-        rendered, rows = ambiguous[0]
+        number, rendered = unmatched[0]
         problems.append(
-            f"{len(ambiguous)} prompt(s) match several validation rows that differ, e.g. input {_short(rendered)} "
-            f"matches {'; '.join(match.row.where for match in rows[:3])}"
+            f"{len(unmatched)} prompt(s) match no row of --data, e.g. the prompt of line {number} (input "
+            f"{short(rendered)})"
         )
-    if disagreeing:
-        rendered, truth, row = disagreeing[0]
+    if ambiguous:
+        number, rows = ambiguous[0]
         problems.append(
-            f"{len(disagreeing)} prompt(s) match a row whose ground truth is not the dump's gts, e.g. input "
-            f"{_short(rendered)} has gts {_short(truth)}, {row.where} has {_short(row.ground_truth)}"
+            f"{len(ambiguous)} prompt(s) match several rows of --data that differ, e.g. the prompt of line {number} "
+            f"matches {'; '.join(f'{row.where} ({row.data_source})' for row in rows[:3])}"
         )
     if problems:
-        raise EvaluationInputError(f"{path}: " + "; ".join(problems) + " (is --data the run's validation set?)")
-    return samples
+        raise EvaluationInputError(f"{path}: " + "; ".join(problems) + " (is --data the run's parquet?)")
+    return prompts, disagreements, all(key.startswith("uid ") for key in groups)
 
 
 def prompt_groups(path: Path, lines: list[tuple[int, dict]]) -> dict[str, list[dict]]:
@@ -300,78 +406,6 @@ def prompt_groups(path: Path, lines: list[tuple[int, dict]]) -> dict[str, list[d
     return dict(groups)
 
 
-@dataclass(frozen=True)
-class PromptMatch:
-    row: ValidationRow
-    identity: tuple  # what must agree between rows that match the same prompt
-
-
-class PromptIndex:
-    """Finds the validation rows whose user message is inside a rendered prompt (see the module docstring)."""
-
-    def __init__(self, rows: list[ValidationRow]):
-        self.entries = [(_squash(row.user_message), row) for row in rows]
-        self.by_truth: dict[str, list[tuple[str, ValidationRow]]] = defaultdict(list)
-        for entry in self.entries:
-            self.by_truth[_canonical(entry[1].ground_truth)].append(entry)
-
-    def match(self, rendered: str, dumped_truth: Any) -> list[PromptMatch]:
-        squashed = _squash(rendered)
-        same_truth = self.by_truth.get(_canonical(dumped_truth), []) if dumped_truth is not None else []
-        found = [(message, row) for message, row in same_truth if message in squashed]
-        if not found:  # no gts, or one serialised differently: every row (a disagreeing truth is reported later)
-            found = [(message, row) for message, row in self.entries if message in squashed]
-        messages = {message for message, _ in found}
-        longest = [(m, row) for m, row in found if not any(m != other and m in other for other in messages)]
-        return [PromptMatch(row, (row.data_source, row.ability, _canonical(row.ground_truth))) for _, row in longest]
-
-
-# ---------------------------------------------------------------------------------------------------- values
-
-
-def _last_user_message(prompt: Any) -> str | None:
-    if isinstance(prompt, str):
-        return prompt
-    messages = prompt.tolist() if hasattr(prompt, "tolist") else prompt
-    if not isinstance(messages, (list, tuple)):
-        return None
-    for message in reversed(messages):
-        if isinstance(message, dict) and message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            if hasattr(content, "tolist"):
-                content = content.tolist()
-            if isinstance(content, (list, tuple)):  # multimodal: the text parts
-                return "\n".join(part.get("text") or "" for part in content if isinstance(part, dict))
-            return None
-    return None
-
-
-def _squash(text: str) -> str:
-    return _WHITESPACE.sub("", text)
-
-
-def _plain(value: Any) -> Any:
-    """numpy values (parquet cells) as Python values, recursively, as verl's dump serialises them."""
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        value = value.tolist()
-    if isinstance(value, dict):
-        return {str(key): _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(_plain(value), sort_keys=True, ensure_ascii=False, default=str)
-
-
-def _same_truth(dumped: Any, parquet: Any) -> bool:
-    # verl's legacy trainer serialises what JSON cannot hold with str() (a numpy array becomes "['2' '3']").
-    return _canonical(dumped) == _canonical(parquet) or (isinstance(dumped, str) and dumped == str(parquet))
-
-
 def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -380,11 +414,3 @@ def _number_or_none(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
     return float(value) if isinstance(value, (int, float)) else None
-
-
-def _short(value: Any) -> str:
-    """Its start and end (a rendered prompt: the template's start, the question's end)."""
-    text = " ".join((value if isinstance(value, str) else _canonical(value)).split())
-    if len(text) > _EXAMPLE_CHARS:
-        text = text[: _EXAMPLE_CHARS // 3] + " ... " + text[-2 * _EXAMPLE_CHARS // 3 :]
-    return repr(text)

@@ -30,19 +30,19 @@ benchmark's smallest n is an error; a default k (pass@5 for code) that does not 
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
-from arena_verl.core.sources import CODE_SOURCES, KINDS, classify_source
-from arena_verl.data.dumps import EvaluationInputError, Sample
+from arena_verl.core.sources import CODE_SOURCES, KINDS
+from arena_verl.data.dumps import EvaluationInputError, PromptSamples, Sample
 from arena_verl.evaluation.pass_at_k import average_pass_ratio, pass_at_k
-from arena_verl.verify import multiple_choice
+from arena_verl.evaluation.scoring import Scorer, ScoringOptions, benchmark_kind
+from arena_verl.evaluation.tables import percent, text_table
+from arena_verl.evaluation.verified import NO_GROUND_TRUTH, VerifiedGroup, verify_prompts
 
 __all__ = [
     "CODE_SOURCES",
@@ -53,22 +53,12 @@ __all__ = [
     "StepReport",
     "benchmark_kind",
     "evaluate",
+    "evaluate_groups",
     "render_table",
     "report_json",
 ]
 
 DEFAULT_KS = {"code": (5,)}  # the paper: pass@5 for LiveCodeBench; avg@n (always reported) for math and GPQA
-
-
-@dataclass(frozen=True)
-class ScoringOptions:
-    sandbox_url: str | None = None  # sandbox_fusion's run_code endpoint, for code benchmarks
-    use_dumped_scores: bool = False
-    answer_extraction: str = "boxed"  # the math verifier's (reward.arena.answer_extraction)
-    workers: int = field(default_factory=lambda: min(4, os.cpu_count() or 1))
-    verifier_timeout_s: float = 10.0
-    sandbox_timeout_s: int = 10  # per test case
-    sandbox_memory_mb: int = 1024
 
 
 @dataclass
@@ -93,109 +83,6 @@ class StepReport:
     results: list[BenchmarkResult]
 
 
-def benchmark_kind(data_source: str, ability: str | None) -> str:
-    """One of ``KINDS`` (:func:`arena_verl.core.sources.classify_source` with the settings' default source lists)."""
-    return classify_source(data_source, ability).kind
-
-
-# ------------------------------------------------------------------------------------------------------ scoring
-
-
-class Scorer:
-    """Scores samples by kind; holds the math verifier's worker processes until ``close`` (or the ``with`` block)."""
-
-    def __init__(self, options: ScoringOptions):
-        self.options = options
-        self._verifier = None
-
-    def __enter__(self) -> Scorer:
-        return self
-
-    def __exit__(self, *_) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self._verifier is not None:
-            self._verifier.close()
-            self._verifier = None
-
-    def method(self, kind: str, samples: list[Sample]) -> tuple[str | None, str | None]:
-        """``(scored_by, None)``, or ``(None, why not)``."""
-        if self.options.use_dumped_scores:
-            if any(s.dumped_acc is None and s.dumped_score is None for s in samples):
-                return None, "not scored: --use-dumped-scores but samples carry no score"
-            return "dumped score", None
-        if kind == "code" and not self.options.sandbox_url:
-            return None, "not scored: needs --sandbox-url"
-        if kind == "unknown":
-            return None, "not scored: unknown kind (set ability math|multiple_choice|code, or --use-dumped-scores)"
-        return {"math": "math-verify", "multiple_choice": "multiple-choice", "code": "sandbox"}[kind], None
-
-    def score(self, method: str, samples: list[Sample]) -> list[tuple[bool, str]]:
-        """``(correct, status)`` per sample."""
-        if method == "dumped score":
-            return [(_dumped_correct(s), "dumped") for s in samples]
-        if method == "multiple-choice":
-            return [_score_choice(s) for s in samples]
-        if method == "math-verify":
-            return self._in_threads(self._score_math, samples)
-        if method == "sandbox":
-            return self._in_threads(self._score_code, samples)
-        raise ValueError(f"unknown scoring method {method!r}")
-
-    def _in_threads(self, function: Callable[[Sample], tuple[bool, str]], samples: list[Sample]):
-        with ThreadPoolExecutor(max_workers=max(1, self.options.workers)) as pool:
-            return list(pool.map(function, samples))
-
-    def _score_math(self, sample: Sample) -> tuple[bool, str]:
-        result = self._math_verifier().score(sample.response, sample.ground_truth)
-        return result.score > 0, result.status
-
-    def _math_verifier(self):
-        if self._verifier is None:
-            from arena_verl.verify.math_verifier import MathVerifier
-
-            self._verifier = MathVerifier(
-                timeout_s=self.options.verifier_timeout_s,
-                num_workers=max(1, self.options.workers),
-                extraction=self.options.answer_extraction,
-            )
-        return self._verifier
-
-    def _score_code(self, sample: Sample) -> tuple[bool, str]:
-        from verl.utils.reward_score import sandbox_fusion
-
-        try:
-            fraction, _ = sandbox_fusion.compute_score(
-                self.options.sandbox_url,
-                None,
-                self.options.sandbox_memory_mb,
-                sample.response,
-                sample.ground_truth,
-                continuous=False,
-                timeout=self.options.sandbox_timeout_s,
-            )
-        except Exception:  # noqa: BLE001  (one sample the sandbox could not run is wrong, and counted)
-            return False, "error"
-        correct = float(fraction) >= 1.0  # every test case passed (the reward manager's "acc" rule)
-        return correct, "correct" if correct else "wrong"
-
-
-def _score_choice(sample: Sample) -> tuple[bool, str]:
-    try:
-        correct = multiple_choice.score(sample.response, sample.ground_truth) > 0
-    except ValueError as exc:
-        raise EvaluationInputError(f"{sample.benchmark} prompt {sample.prompt_id}: {exc}") from None
-    if correct:
-        return True, "correct"
-    return False, "wrong" if multiple_choice.extract_choice(sample.response) else "no_answer"
-
-
-def _dumped_correct(sample: Sample) -> bool:
-    value = sample.dumped_acc if sample.dumped_acc is not None else sample.dumped_score
-    return value is not None and value > 0
-
-
 # ------------------------------------------------------------------------------------------------------ metrics
 
 
@@ -203,26 +90,34 @@ def evaluate(
     samples: Iterable[Sample], scorer: Scorer, ks: list[int] | None = None, allow_unequal_n: bool = False
 ) -> list[BenchmarkResult]:
     """One result per benchmark (data source), in name order; ``ks`` None means the paper's defaults."""
-    by_benchmark: dict[str, list[Sample]] = defaultdict(list)
+    by_prompt: dict[tuple[str, str], list[Sample]] = {}
     for sample in samples:
-        by_benchmark[sample.benchmark].append(sample)
-    return [_evaluate_benchmark(name, by_benchmark[name], scorer, ks, allow_unequal_n) for name in sorted(by_benchmark)]
+        by_prompt.setdefault((sample.benchmark, sample.prompt_id), []).append(sample)
+    prompts = [PromptSamples(prompt_id, 0, None, tuple(group)) for (_, prompt_id), group in by_prompt.items()]
+    return evaluate_groups(verify_prompts(prompts, scorer), ks, allow_unequal_n)
 
 
-def _evaluate_benchmark(
-    name: str, samples: list[Sample], scorer: Scorer, ks: list[int] | None, allow_unequal_n: bool
+def evaluate_groups(
+    groups: Iterable[VerifiedGroup], ks: list[int] | None = None, allow_unequal_n: bool = False
+) -> list[BenchmarkResult]:
+    """:func:`evaluate` on prompts already verified (:func:`arena_verl.evaluation.verified.read_verified`)."""
+    by_benchmark: dict[str, list[VerifiedGroup]] = defaultdict(list)
+    for group in groups:
+        by_benchmark[group.data_source].append(group)
+    return [_benchmark_result(name, by_benchmark[name], ks, allow_unequal_n) for name in sorted(by_benchmark)]
+
+
+def _benchmark_result(
+    name: str, groups: Sequence[VerifiedGroup], ks: list[int] | None, allow_unequal_n: bool
 ) -> BenchmarkResult:
-    kinds = {benchmark_kind(s.benchmark, s.ability) for s in samples}
+    kinds = {benchmark_kind(s.benchmark, s.ability) for group in groups for s in group.samples}
     if len(kinds) > 1:
         raise EvaluationInputError(f"benchmark {name}: rows of several kinds ({sorted(kinds)}); check 'ability'")
     kind = kinds.pop()
-    per_prompt: dict[str, list[int]] = defaultdict(list)  # prompt -> sample positions
-    for position, sample in enumerate(samples):
-        per_prompt[sample.prompt_id].append(position)
-    counts = np.array([len(positions) for positions in per_prompt.values()])
-    result = BenchmarkResult(name, kind, len(per_prompt), len(samples), int(counts.min()))
+    counts = np.array([len(group.samples) for group in groups])
+    result = BenchmarkResult(name, kind, len(groups), int(counts.sum()), int(counts.min()))
     if counts.min() != counts.max():
-        example = next(prompt for prompt, positions in per_prompt.items() if len(positions) == counts.min())
+        example = next(group.prompt.key for group in groups if len(group.samples) == counts.min())
         message = (
             f"benchmark {name}: prompts have between {counts.min()} and {counts.max()} samples "
             f"(e.g. {example} has {counts.min()})"
@@ -236,14 +131,14 @@ def _evaluate_benchmark(
         raise EvaluationInputError(f"benchmark {name}: pass@{too_big[0]} needs k <= n, but n = {counts.min()}")
     result.notes += [f"pass@{k} skipped: n = {counts.min()} < {k}" for k in too_big]
 
-    method, why_not = scorer.method(kind, samples)
-    if method is None:
-        result.not_scored = why_not
+    unverified = [group for group in groups if group.correct is None]
+    if unverified:  # a number over part of the prompts would be another benchmark's
+        why = [g.unverified_because for g in unverified if g.unverified_because != NO_GROUND_TRUTH]
+        result.not_scored = why[0] if why else f"not scored: {len(unverified)} prompt(s) without a ground truth"
         return result
-    verdicts = scorer.score(method, samples)
-    result.scored_by = method
-    result.statuses = dict(sorted(Counter(status for _, status in verdicts).items()))
-    correct = np.array([sum(verdicts[p][0] for p in positions) for positions in per_prompt.values()])
+    result.scored_by = groups[0].scored_by
+    result.statuses = dict(sorted(Counter(status for group in groups for status in group.statuses).items()))
+    correct = np.array([sum(group.correct) for group in groups])
     result.avg_pass_ratio = float(np.mean(average_pass_ratio(counts, correct)))
     result.pass_at_k = {k: float(np.mean(pass_at_k(counts, correct, k))) for k in wanted if k not in too_big}
     return result
@@ -265,22 +160,19 @@ def render_table(reports: list[StepReport]) -> str:
                 note += " (" + ", ".join(f"{c} {s}" for s, c in troubles.items()) + ")"
             if r.notes:
                 note += "; " + "; ".join(r.notes)
-            cells = [
-                "-" if report.step is None else str(report.step),
-                r.benchmark,
-                r.kind,
-                str(r.prompts),
-                str(r.samples_per_prompt),
-                _percent(r.avg_pass_ratio),
-                *[_percent(r.pass_at_k.get(k)) for k in ks],
-                note,
-            ]
-            rows.append(cells)
-    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
-    lines = []
-    for row in [header, ["-" * w for w in widths] + ["-" * len(header[-1])], *rows]:
-        lines.append("  ".join(cell.ljust(w) for cell, w in zip(row[:-1], widths)) + "  " + row[-1])
-    return "\n".join(line.rstrip() for line in lines)
+            rows.append(
+                [
+                    "-" if report.step is None else str(report.step),
+                    r.benchmark,
+                    r.kind,
+                    str(r.prompts),
+                    str(r.samples_per_prompt),
+                    percent(r.avg_pass_ratio, sign=""),
+                    *[percent(r.pass_at_k.get(k), sign="") for k in ks],
+                    note,
+                ]
+            )
+    return text_table(header, rows)
 
 
 def report_json(reports: list[StepReport], options: ScoringOptions, extra: dict[str, Any] | None = None) -> str:
@@ -304,7 +196,3 @@ def report_json(reports: list[StepReport], options: ScoringOptions, extra: dict[
         ],
     }
     return json.dumps(payload, indent=2)
-
-
-def _percent(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}"

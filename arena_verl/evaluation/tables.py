@@ -38,14 +38,16 @@ def number(value: Any, digits: int = 3) -> str:
 
 def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, align: str = "left", rule: bool = True) -> str:
     """Columns separated by two spaces, each as wide as its widest cell; ``align`` ``left`` or ``right``; a dashed
-    rule under the header. The last column is not padded (a free-text note may be long)."""
+    rule under the header. Left-aligned, the last column is free text: not padded, its rule as wide as its header
+    (a note may be long)."""
     cells = [[str(c) for c in row] for row in rows]
     columns = len(header)
     widths = [max([len(header[i]), *(len(row[i]) for row in cells if i < len(row))]) for i in range(columns)]
     pad = str.rjust if align == "right" else str.ljust
     lines = [list(header)]
     if rule:
-        lines.append(["-" * w for w in widths])
+        free_text = align != "right"
+        lines.append(["-" * (len(header[i]) if free_text and i == columns - 1 else w) for i, w in enumerate(widths)])
     lines += cells
     out = []
     for row in lines:

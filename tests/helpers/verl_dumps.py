@@ -48,3 +48,28 @@ def write_verl_parquet(path: Path, rows, split: str) -> Path:
     ]
     pd.DataFrame.from_records(records).to_parquet(path)
     return Path(path)
+
+
+def write_v1_lines(
+    folder: Path, step: int, prompts, template: str = "system: Reason step by step.\nuser: {}\nassistant:"
+):
+    """``<step>.jsonl`` in the layout of verl's V1 ``_write_generations`` (``input``, ``output``, ``gts``, ``score``,
+    ``step``, ``uid`` = ``<prompt uuid>_<session>_0``), from ``(question, gts, outputs, scores)`` per prompt."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for number, (question, truth, outputs, scores) in enumerate(prompts):
+        for session, (output, score) in enumerate(zip(outputs, scores)):
+            lines.append(
+                {
+                    "input": template.format(question),
+                    "output": output,
+                    "gts": truth,
+                    "score": float(score),
+                    "step": step,
+                    "uid": f"7c1d2e3f-{step:04d}-4b7a-9d1e-{number:012d}_{session}_0",
+                }
+            )
+    path = folder / f"{step}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path

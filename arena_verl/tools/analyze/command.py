@@ -14,12 +14,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from arena_verl.data.dumps import EvaluationInputError
+from arena_verl.core.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from arena_verl.data.dumps import disagreement_note
 from arena_verl.evaluation.groups import count_dump_lines, read_groups
-from arena_verl.evaluation.report import Scorer, ScoringOptions
+from arena_verl.evaluation.scoring import Scorer
+from arena_verl.evaluation.tables import percent
 from arena_verl.tools.analyze.report import write_report
 from arena_verl.tools.analyze.summary import judge_calls_per_step, summarise
-from arena_verl.verify.math_verifier import EXTRACTION_MODES
+from arena_verl.tools.options import add_data, add_verification, scoring_options
 
 __all__ = ["configure_parser", "run", "main"]
 
@@ -31,61 +33,44 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=Path, default=Path("arena_report"), metavar="DIR", help="report folder (default ./arena_report)"
     )
-    parser.add_argument(
-        "--data",
-        nargs="+",
-        default=[],
-        metavar="PARQUET",
-        help="the training parquet file(s): data sources, and the scorer per source",
-    )
+    add_data(parser)
     parser.add_argument(
         "--metrics", metavar="FILE", help="verl's file-logger output (RUN_DIR/metrics or a .jsonl): judge calls"
     )
-    parser.add_argument(
-        "--sandbox-url", metavar="URL", help="sandbox_fusion run_code URL; without it code groups stay unverified"
-    )
-    parser.add_argument(
-        "--answer-extraction",
-        choices=EXTRACTION_MODES,
-        default="boxed",
-        help="the math verifier's answer extraction (reward.arena.answer_extraction)",
-    )
-    parser.add_argument("--workers", type=int, default=ScoringOptions().workers, help="verifier processes/threads")
+    add_verification(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.workers < 1:
-        print("error: --workers must be >= 1", file=sys.stderr)
-        return 2
     from tqdm import tqdm
 
-    options = ScoringOptions(
-        sandbox_url=args.sandbox_url, answer_extraction=args.answer_extraction, workers=args.workers
-    )
     try:
+        options = scoring_options(args)
         judge_calls = judge_calls_per_step(args.metrics) if args.metrics else None
         total = count_dump_lines(args.dump)
         with Scorer(options) as scorer, tqdm(total=total, unit="sample", desc="verifying", file=sys.stderr) as bar:
             dump = read_groups(args.dump, scorer, data=args.data, progress=bar.update)
-    except EvaluationInputError as exc:
+    except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
-    summary = summarise(dump.groups, dump.grouped_by, judge_calls, dump.notes)
+        return EXIT_BAD_INPUT
+    summary = summarise(dump.groups, dump.grouped_by, judge_calls, dump.notes, len(dump.disagreements))
     inputs = {"dump": args.dump, "data": args.data, "metrics": args.metrics}
     try:
         page = write_report(summary, dump.groups, args.out, inputs)
     except OSError as exc:
         print(f"error: cannot write the report into {args.out}: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     totals = summary["totals"]
     for note in totals["notes"]:
         print(f"note: {note}", file=sys.stderr)
+    disagreements = disagreement_note(dump.disagreements)
+    if disagreements:
+        print(f"warning: {disagreements}", file=sys.stderr)
     print(
-        f"{totals['groups']} groups over {totals['steps']} steps, alpha {_percent(totals['alpha'])}; "
-        f"zero-advantage samples: {_percent(totals['zero_advantage_share_rlvr'])} under RLVR, "
-        f"{_percent(totals['zero_advantage_share_dumped'])} under the dumped rewards. Report: {page}"
+        f"{totals['groups']} groups over {totals['steps']} steps, alpha {percent(totals['alpha'])}; "
+        f"zero-advantage samples: {percent(totals['zero_advantage_share_rlvr'])} under RLVR, "
+        f"{percent(totals['zero_advantage_share_dumped'])} under the dumped rewards. Report: {page}"
     )
-    return 0
+    return EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,10 +79,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     configure_parser(parser)
     return run(parser.parse_args(argv))
-
-
-def _percent(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from arena_verl.evaluation.groups import Group
+from arena_verl.evaluation.tables import number, percent
 
 __all__ = ["PLOTS", "write_report"]
 
@@ -227,14 +228,14 @@ _COLUMNS = (
     ("all_correct", "all correct", str),
     ("all_incorrect", "all incorrect", str),
     ("mixed", "mixed", str),
-    ("alpha", "alpha", lambda v: _percent(v)),
+    ("alpha", "alpha", percent),
     ("unverified", "unverified", str),
     ("samples", "samples", str),
-    ("zero_advantage_share_rlvr", "zero adv. RLVR", lambda v: _percent(v)),
-    ("zero_advantage_share_dumped", "zero adv. dumped", lambda v: _percent(v)),
+    ("zero_advantage_share_rlvr", "zero adv. RLVR", percent),
+    ("zero_advantage_share_dumped", "zero adv. dumped", percent),
     ("recovered_samples", "recovered samples", str),
-    ("reward_mean", "mean reward", lambda v: _number(v)),
-    ("response_chars_mean", "mean chars", lambda v: _number(v, 0)),
+    ("reward_mean", "mean reward", number),
+    ("response_chars_mean", "mean chars", lambda v: number(v, 0)),
 )
 
 
@@ -246,7 +247,7 @@ def _page(summary: dict, figures: list[tuple[str, str]], inputs: dict[str, Any])
         if v
     )
     step_rows = [
-        [str(s["step"]), *(f(s[k]) for k, _, f in _COLUMNS), _number(s["judge_calls"], 0)] for s in summary["steps"]
+        [str(s["step"]), *(f(s[k]) for k, _, f in _COLUMNS), number(s["judge_calls"], 0)] for s in summary["steps"]
     ]
     source_rows = [[name, *(f(c[k]) for k, _, f in _COLUMNS)] for name, c in totals["data_sources"].items()]
     parts = [
@@ -281,14 +282,14 @@ def _headline(totals: dict) -> str:
     if not totals["samples"]:
         return "No group could be verified: nothing to say about zero advantage (see the notes)."
     text = (
-        f"<b>{_percent(totals['zero_advantage_share_rlvr'])}</b> of the verified samples "
+        f"<b>{percent(totals['zero_advantage_share_rlvr'])}</b> of the verified samples "
         f"({totals['zero_advantage_samples_rlvr']} of {totals['samples']}) were in non-diverse groups: under RLVR "
-        f"they get zero advantage. alpha = {_percent(totals['alpha'])} of {totals['groups']} groups "
+        f"they get zero advantage. alpha = {percent(totals['alpha'])} of {totals['groups']} groups "
         f"({totals['all_correct']} all correct, {totals['all_incorrect']} all incorrect)."
     )
     if totals["recovered_samples"]:
         text += (
-            f" Under the dumped rewards {_percent(totals['zero_advantage_share_dumped'])} still had zero advantage: "
+            f" Under the dumped rewards {percent(totals['zero_advantage_share_dumped'])} still had zero advantage: "
             f"the arena recovered {totals['recovered_samples']} samples in {totals['recovered_groups']} groups."
         )
     return text
@@ -298,8 +299,8 @@ def _cost_line(totals: dict) -> str:
     if totals["judge_calls"] is None:
         return "<p class='inputs'>Judge cost: give verl's file-logger output (--metrics) to see it.</p>"
     return (
-        f"<p>Judge calls: {_number(totals['judge_calls'], 0)} over {totals['steps']} steps, "
-        f"{_number(totals['judge_calls_per_recovered_group'], 1)} per recovered group.</p>"
+        f"<p>Judge calls: {number(totals['judge_calls'], 0)} over {totals['steps']} steps, "
+        f"{number(totals['judge_calls_per_recovered_group'], 1)} per recovered group.</p>"
     )
 
 
@@ -307,11 +308,3 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _percent(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def _number(value: float | None, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"

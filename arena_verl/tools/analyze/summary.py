@@ -76,11 +76,15 @@ def summarise(
     grouped_by: str,
     judge_calls: dict[int, float | None] | None = None,
     notes: Iterable[str] = (),
+    ground_truth_disagreements: int = 0,
 ) -> dict[str, Any]:
     """``summary.json``: ``{"steps": [{"step", counts..., "judge_calls", "data_sources"}, ...], "totals": {counts
-    of the run..., "judge_calls", "grouped_by", "response_chars", "reward", "data_sources", "notes"}}``.
+    of the run..., "judge_calls", "grouped_by", "response_chars", "reward", "data_sources", "notes",
+    "ground_truth_disagreements"}}``.
 
-    ``judge_calls`` maps a training step to its logged ``arena/judge_calls`` (None: no ``--metrics``).
+    ``judge_calls`` maps a training step to its logged ``arena/judge_calls`` (None: no ``--metrics``);
+    ``ground_truth_disagreements`` counts the prompts whose ``--data`` ground truth is not the dump's (verified
+    against the dump's, see :mod:`arena_verl.data.dumps`).
     """
     by_step: dict[int, list[Group]] = defaultdict(list)
     by_source: dict[str, list[Group]] = defaultdict(list)
@@ -111,6 +115,7 @@ def summarise(
     totals["reward"] = _reward_distribution([score for g in groups for score in g.scores])
     totals["data_sources"] = {source: count_groups(by_source[source]) for source in sorted(by_source)}
     totals["notes"] = list(notes)
+    totals["ground_truth_disagreements"] = ground_truth_disagreements
     return {"steps": steps, "totals": totals}
 
 

@@ -18,7 +18,10 @@ import pytest
 
 from arena_verl.data.dumps import (
     EvaluationInputError,
+    PromptIndex,
+    disagreement_note,
     find_dump_files,
+    read_dump_file,
     read_samples,
     read_validation_data,
     select_steps,
@@ -285,7 +288,7 @@ def small_dump(folder: Path, tokenizer, prompts: list[tuple[str, str]], n: int =
 def test_a_prompt_missing_from_the_data_is_an_error(tmp_path, tokenizer):
     data = write_parquet(tmp_path / "v.parquet", [("gpqa_diamond", "multiple_choice", "Pick A.", "A")])
     dump = small_dump(tmp_path / "d", tokenizer, [("Pick A.", "A"), ("Not in the data.", "B"), ("Nor this.", "C")])
-    with pytest.raises(EvaluationInputError, match=r"2 prompt\(s\) match no validation row.*Not in the data"):
+    with pytest.raises(EvaluationInputError, match=r"2 prompt\(s\) match no row of --data.*Not in the data"):
         read_samples(dump, read_validation_data([data]))
 
 
@@ -313,11 +316,14 @@ def test_a_question_inside_a_longer_one_gives_way_to_it(tmp_path, tokenizer):
     assert sorted({(s.prompt_id, s.benchmark) for s in samples}) == [("uid uid0", "gpqa_b"), ("uid uid1", "gpqa_a")]
 
 
-def test_a_ground_truth_that_disagrees_with_the_dump_is_an_error(tmp_path, tokenizer):
+def test_a_ground_truth_that_disagrees_with_the_dump_is_counted_and_the_dumps_is_used(tmp_path, tokenizer):
     data = write_parquet(tmp_path / "v.parquet", [("gpqa_diamond", "multiple_choice", "Pick A.", "A")])
     dump = small_dump(tmp_path / "d", tokenizer, [("Pick A.", "D")])
-    with pytest.raises(EvaluationInputError, match=r"ground truth is not the dump's gts"):
-        read_samples(dump, read_validation_data([data]))
+    file = read_dump_file(dump, PromptIndex(read_validation_data([data])))
+    assert {(s.benchmark, s.ground_truth) for s in file.samples} == {("gpqa_diamond", "D")}
+    (disagreement,) = file.disagreements
+    assert (disagreement.dumped, disagreement.parquet, disagreement.line) == ("D", "A", 1)
+    assert "1 prompt(s) have another ground truth in --data" in disagreement_note(file.disagreements)
 
 
 def test_parquet_without_verl_columns_is_named(tmp_path):
@@ -432,11 +438,12 @@ def test_cli_writes_the_table_and_json(v1_run, tmp_path):
 
 def test_cli_exit_codes(v1_run, tmp_path):
     unmatched = run_cli("--dumps", str(v1_run.dumps), "--data", str(v1_run.data[1]))  # the math rows are missing
-    assert unmatched.returncode == 1 and "match no validation row" in unmatched.stderr
-    assert run_cli("--dumps", str(tmp_path / "nowhere")).returncode == 1
+    assert unmatched.returncode == 2 and "match no row of --data" in unmatched.stderr
+    assert unmatched.stderr.count("\n") == 1 and "Traceback" not in unmatched.stderr
+    assert run_cli("--dumps", str(tmp_path / "nowhere")).returncode == 2
     assert run_cli("--dumps", str(v1_run.dumps), "--k", "0").returncode == 2
     no_data = run_cli("--dumps", str(v1_run.dumps))
-    assert no_data.returncode == 1 and "--data" in no_data.stderr
+    assert no_data.returncode == 2 and "--data" in no_data.stderr
 
 
 def test_a_dump_that_is_not_utf8_is_a_clear_error(tmp_path):

@@ -1,0 +1,155 @@
+"""The one dump reader: dump rows -> joined samples -> verified groups, for ``arena-verl analyze``, ``arena-verl
+score`` and the evaluation (``arena-verl evaluate``, ``scripts/eval/evaluate.py``) alike.
+
+1. **rows -> joined samples** (:func:`arena_verl.data.dumps.read_dump_file`): each file's prompts, their final
+   outputs (a session with several outputs counts once, by its last), joined to the parquet row that gives their
+   data source, with ONE ground-truth precedence: the dump's ``gts`` (what the run's reward manager scored
+   against), the row's only where the dump has none or both are the same truth. A row whose ground truth differs is
+   a disagreement: counted in :attr:`VerifiedFile.disagreements` and reported by every tool
+   (:func:`arena_verl.data.dumps.disagreement_note`), never resolved otherwise by one of them.
+2. **joined samples -> verified groups** (:func:`verify_prompts`): each prompt's samples verified by the
+   :class:`~arena_verl.evaluation.scoring.Scorer` chosen per data source and kind. A prompt without a ground truth,
+   or of a kind the scorer cannot score here (code without a sandbox, an unknown data source), is *unverified*,
+   with the reason: counted as such by the tools, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from arena_verl.data.dumps import (
+    DumpFile,
+    PromptIndex,
+    PromptSamples,
+    Sample,
+    TruthDisagreement,
+    find_dump_files,
+    read_dump_file,
+    read_validation_data,
+    select_steps,
+)
+from arena_verl.evaluation.scoring import Scorer, benchmark_kind
+
+__all__ = ["NO_GROUND_TRUTH", "VerifiedFile", "VerifiedGroup", "read_verified", "verify_prompts"]
+
+NO_GROUND_TRUTH = "no ground truth (gts) in the dump"
+_SCORING_CHUNK = 256  # samples per scorer call: big enough to keep the verifier's workers busy, small for a bar
+
+
+@dataclass(frozen=True)
+class VerifiedGroup:
+    """One prompt's samples of one file, with the verifier's outcome per sample (``correct`` None: unverified)."""
+
+    step: int | None  # the file's step (from its name)
+    prompt: PromptSamples
+    kind: str  # benchmark_kind's: math | multiple_choice | code | unknown
+    correct: tuple[bool, ...] | None
+    statuses: tuple[str, ...] = ()  # the scorer's status per sample
+    scored_by: str | None = None  # math-verify | multiple-choice | sandbox | dumped score
+    unverified_because: str | None = None  # NO_GROUND_TRUTH, or the scorer's "not scored: ..."
+
+    @property
+    def samples(self) -> tuple[Sample, ...]:
+        return self.prompt.samples
+
+    @property
+    def data_source(self) -> str:
+        return self.prompt.samples[0].benchmark
+
+    @property
+    def ground_truth(self) -> Any:
+        return self.prompt.samples[0].ground_truth
+
+
+@dataclass
+class VerifiedFile:
+    file: DumpFile
+    groups: list[VerifiedGroup]
+
+    @property
+    def disagreements(self) -> list[TruthDisagreement]:
+        return self.file.disagreements
+
+
+def read_verified(
+    dump: str | Path,
+    scorer: Scorer,
+    *,
+    data: Sequence[str | Path] = (),
+    step: str | int = "all",
+    need_data: bool = False,
+    generations: bool = False,
+    progress: Callable[[int], Any] | None = None,
+) -> Iterator[VerifiedFile]:
+    """Every chosen step file of ``dump`` (a dump folder or one file), joined to ``data`` and verified by ``scorer``.
+
+    Parameters
+    ----------
+    dump : str or Path
+        ``trainer.rollout_data_dir`` or ``validation_data_dir``, or one of its files.
+    scorer : Scorer
+        Verifies the final outputs (its options say whether code has a sandbox).
+    data : paths
+        The run's parquet file(s): each prompt's data source (every dumped prompt must match a row).
+    step : ``all``, ``latest`` or a step number
+    need_data : bool
+        A verl dump without ``data`` is an error (the evaluation reports per data source); else every prompt is math.
+    generations : bool
+        Plain generation files (``response`` lines) are accepted too.
+    progress : callable, optional
+        Called with a number of dump lines each time they have been read and verified.
+    """
+    index = PromptIndex(read_validation_data(list(data))) if data else None
+    for number, path in select_steps(find_dump_files(dump), step):
+        file = read_dump_file(path, index, need_data=need_data, generations=generations)
+        groups = verify_prompts(file.prompts, scorer, step=number, progress=progress)
+        if progress is not None:  # the rest: unverified samples and the earlier outputs of multi-output sessions
+            progress(file.lines - sum(len(g.samples) for g in groups if g.correct is not None))
+        yield VerifiedFile(file, groups)
+
+
+def verify_prompts(
+    prompts: Sequence[PromptSamples],
+    scorer: Scorer,
+    step: int | None = None,
+    progress: Callable[[int], Any] | None = None,
+) -> list[VerifiedGroup]:
+    """The prompts in order, each verified by the scorer of its data source's kind (or left unverified, with why)."""
+    kinds = [benchmark_kind(p.samples[0].benchmark, p.samples[0].ability) for p in prompts]
+    outcome: dict[int, tuple[tuple[bool, ...] | None, tuple[str, ...], str | None, str | None]] = {}
+    by_source: dict[tuple[str, str], list[int]] = {}
+    for position, prompt in enumerate(prompts):
+        if prompt.samples[0].ground_truth is None and not scorer.options.use_dumped_scores:
+            outcome[position] = (None, (), None, NO_GROUND_TRUTH)  # a verifier would call every answer wrong
+        else:
+            by_source.setdefault((prompt.samples[0].benchmark, kinds[position]), []).append(position)
+    for (_, kind), positions in by_source.items():
+        method, why_not = scorer.method(kind, [s for p in positions for s in prompts[p].samples])
+        if method is None:
+            outcome.update({p: (None, (), None, why_not) for p in positions})
+            continue
+        for chunk in _chunks(positions, prompts):
+            samples = [s for p in chunk for s in prompts[p].samples]
+            verdicts = iter(scorer.score(method, samples))
+            for p in chunk:
+                mine = [next(verdicts) for _ in prompts[p].samples]
+                outcome[p] = (tuple(c for c, _ in mine), tuple(s for _, s in mine), method, None)
+            if progress is not None:
+                progress(len(samples))
+    return [VerifiedGroup(step, prompt, kinds[position], *outcome[position]) for position, prompt in enumerate(prompts)]
+
+
+def _chunks(positions: list[int], prompts: Sequence[PromptSamples]) -> Iterator[list[int]]:
+    """Whole prompts, about ``_SCORING_CHUNK`` samples at a time."""
+    chunk, size = [], 0
+    for position in positions:
+        chunk.append(position)
+        size += len(prompts[position].samples)
+        if size >= _SCORING_CHUNK:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk

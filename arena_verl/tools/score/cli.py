@@ -1,0 +1,146 @@
+"""The command line of ``arena-verl score`` (described in :mod:`arena_verl.tools.score`): options, checks, and the
+run: read the dump, open the score file, judge what is left, print the report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from arena_verl.core.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from arena_verl.core.tournament import STRATEGIES
+from arena_verl.data.dumps import disagreement_note
+from arena_verl.evaluation.scoring import Scorer
+from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec, judge_spec
+from arena_verl.tools.options import add_data, add_verification, check_workers, scoring_options
+from arena_verl.tools.score.groups import ARENA, DumpGroup, DumpSummary, describe_dump, read_dump_groups
+from arena_verl.tools.score.judging import digest, judge_groups
+from arena_verl.tools.score.report import compare_runs, render_comparison, render_report, summarize
+from arena_verl.tools.score.score_file import ScoreFile, ScoreInputError, read_score_file
+
+__all__ = ["configure_parser", "run", "main"]
+
+SIMULATED_NOTE = (
+    "judge: SIMULATED (no model reads the traces: each trace's quality is a hash of its text); the numbers exercise "
+    "the schedule, not a judge"
+)
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("dump", type=Path, help="a rollout dump folder (trainer.rollout_data_dir) or one <step>.jsonl")
+    parser.add_argument("--judge", required=True, help=f"one of {', '.join(JUDGE_SPEC_FORMS)}")
+    parser.add_argument("--strategy", default="live", choices=STRATEGIES, help="the tournament schedule")
+    parser.add_argument("--budget", type=int, help="judge calls per group (random, info_gain, paced)")
+    parser.add_argument("--seed", type=int, default=0, help="seeds the presentation order and random schedules")
+    parser.add_argument(
+        "--wait-for-verdicts",
+        action="store_true",
+        default=ARENA.wait_for_verdicts,
+        help="the paper's rule: hold each arrival until the earlier matches have verdicts (default: eager, as "
+        "training schedules with reward.arena.wait_for_verdicts=false)",
+    )
+    parser.add_argument("--out", type=Path, required=True, help="the score file (jsonl; rerun to resume)")
+    parser.add_argument("--compare", type=Path, help="another score file: agreement on the groups both scored")
+    parser.add_argument("--concurrency", type=int, default=8, help="groups judged at once (default 8)")
+    add_data(parser)
+    parser.add_argument("--step", default="all", help="all (default), latest, or a step number")
+    add_verification(parser)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import arena_verl.tools.score as package
+
+    parser = argparse.ArgumentParser(
+        prog="arena-verl score", description=package.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    configure_parser(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    out = ScoreFile(args.out)
+    try:
+        try:
+            judge_settings = judge_settings_from_spec(args.judge)
+            _check_options(args)
+            settings = {
+                "judge": judge_spec(judge_settings),
+                "strategy": args.strategy,
+                "budget": args.budget,
+                "seed": args.seed,
+                "verification": _verification(args),
+                "wait_for_verdicts": bool(args.wait_for_verdicts),
+            }
+            other = read_score_file(args.compare) if args.compare is not None else None
+            out.open(settings)  # before the dump: a locked file or other settings fail at once
+            groups, summary = _read_dump(args)
+            _check_budget(args, groups)
+            _check_same_dump(out, groups)
+        except (InputError, ValueError, OSError) as exc:  # bad options, specs, dumps and score files
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        print(describe_dump(args.dump, summary))
+        note = disagreement_note(summary.disagreements)
+        if note:
+            print(f"warning: {note}", file=sys.stderr)
+        if judge_settings.backend == "simulated":
+            print(SIMULATED_NOTE)
+        if out.repaired:
+            print(f"{args.out}: dropped a torn last line ({out.repaired} bytes) left by an interrupted run")
+        todo = [g for g in groups if (g.step, g.key) not in out.done]
+        if out.done:
+            print(f"{args.out}: {len(out.done)} groups already scored; {len(todo)} to go")
+        if todo:
+            judge_groups(todo, judge_settings, settings, args.concurrency, out, total=len(out.done) + len(todo))
+    except KeyboardInterrupt:
+        print(f"interrupted: {len(out.lines)} groups in {args.out}; rerun the same command to resume", file=sys.stderr)
+        return 130
+    finally:
+        out.close()
+    print(render_report(summarize(out.lines), settings))
+    if other is not None:
+        print(render_comparison(compare_runs(out.lines, other), args.out, args.compare))
+    return EXIT_OK
+
+
+def _read_dump(args: argparse.Namespace) -> tuple[list[DumpGroup], DumpSummary]:
+    with Scorer(scoring_options(args)) as scorer:
+        return read_dump_groups(args.dump, args.step, args.data, scorer)
+
+
+def _verification(args: argparse.Namespace) -> str:
+    """The options that decide each sample's verifier outcome, as one comparable string."""
+    data = ",".join(sorted(str(Path(p).expanduser().resolve()) for p in args.data or []))
+    return f"answer_extraction={args.answer_extraction}; data={data or '-'}; sandbox={args.sandbox_url or '-'}"
+
+
+def _check_same_dump(out: ScoreFile, groups: list[DumpGroup]) -> None:
+    """Groups already in the score file must be the dump's groups (same responses): a file resumed on another dump
+    would otherwise skip that dump's groups of the same key, or mix two runs in one report."""
+    for group in groups:
+        line: dict[str, Any] | None = out.by_key.get((group.step, group.key))
+        if line is not None and line.get("sample_digests") != [digest(text) for text in group.responses]:
+            raise ScoreInputError(
+                f"{out.path}: group {group.key} of step {group.step} was scored on other responses than this dump's "
+                "(another run's dump?): write to another --out"
+            )
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    if args.concurrency < 1:
+        raise ScoreInputError(f"--concurrency must be >= 1, got {args.concurrency}")
+    check_workers(args)
+    if args.budget is not None and args.strategy in ("live", "round_robin"):
+        raise ScoreInputError(f"--budget applies to random, info_gain and paced; {args.strategy} has a fixed count")
+
+
+def _check_budget(args: argparse.Namespace, groups: list[DumpGroup]) -> None:
+    if args.budget is None or not groups:
+        return
+    largest = max(groups, key=lambda g: len(g.responses))
+    if args.budget < len(largest.responses) - 1:
+        raise ScoreInputError(
+            f"--budget {args.budget} cannot connect the {len(largest.responses)} traces of group {largest.key} "
+            f"(step {largest.step}): it must be >= {len(largest.responses) - 1}"
+        )

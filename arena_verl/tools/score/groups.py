@@ -1,0 +1,115 @@
+"""The groups ``arena-verl score`` judges: a dump's verified groups (the one dump reader,
+:mod:`arena_verl.evaluation.verified`) whose verifier outcomes are all equal, and what was left out."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from arena_verl.core.routing import is_uniform
+from arena_verl.data.dumps import TruthDisagreement
+from arena_verl.evaluation.scoring import Scorer
+from arena_verl.evaluation.verified import NO_GROUND_TRUTH, VerifiedGroup, read_verified
+from arena_verl.judge.prompts import task_of
+from arena_verl.settings import ArenaSettings
+from arena_verl.verify.math_verifier import ground_truth_text
+
+__all__ = ["ARENA", "DumpGroup", "DumpSummary", "describe_dump", "read_dump_groups"]
+
+ARENA = ArenaSettings()  # the arena's defaults: diversity tolerance, fit, failure policy, schedule and reward scale
+
+
+@dataclass(frozen=True)
+class DumpGroup:
+    """One prompt's samples of one step, verified."""
+
+    step: int | None
+    key: str
+    problem: str  # the dump's ``input``: the prompt as the policy saw it
+    reference: str | None
+    task: str  # the judge's prompt: math, code or generic
+    data_source: str | None  # None without --data
+    responses: tuple[str, ...]
+    correct: tuple[bool, ...]
+    truth_disagrees: bool = False  # --data has another ground truth than the dump (the dump's was used)
+
+    @property
+    def verifier_rewards(self) -> list[float]:
+        return [float(c) for c in self.correct]
+
+
+@dataclass
+class DumpSummary:
+    files: int = 0
+    groups: int = 0
+    by_uid: int = 0  # V1 dumps: grouped by the uid's prompt uuid; the rest by identical prompt text (legacy)
+    non_diverse: int = 0
+    diverse: int = 0
+    single: int = 0  # groups of one sample: nothing to compare
+    not_scored: Counter = field(default_factory=Counter)  # why -> groups
+    statuses: Counter = field(default_factory=Counter)  # the verifier's per-sample statuses
+    disagreements: list[TruthDisagreement] = field(default_factory=list)  # --data's ground truth is not the dump's
+
+
+def read_dump_groups(dump: Path, step: str, data: list, scorer: Scorer) -> tuple[list[DumpGroup], DumpSummary]:
+    """The verified non-diverse groups (of two samples or more) of the chosen steps, and what was left out."""
+    summary = DumpSummary()
+    groups: list[DumpGroup] = []
+    for verified in read_verified(dump, scorer, data=data, step=step):
+        summary.files += 1
+        summary.disagreements += verified.disagreements
+        disagreeing = {d.line for d in verified.disagreements}
+        for group in verified.groups:
+            summary.groups += 1
+            summary.by_uid += group.prompt.key.startswith("uid ")
+            if group.correct is None:
+                why = group.unverified_because
+                reason = "no ground truth (gts) to verify against" if why == NO_GROUND_TRUTH else f"{group.kind}: {why}"
+                summary.not_scored[reason] += 1
+                continue
+            summary.statuses.update(group.statuses)
+            judged = _dump_group(group, verified.file.joined, group.prompt.line in disagreeing)
+            if len(judged.responses) < 2:
+                summary.single += 1
+            elif is_uniform(judged.verifier_rewards, ARENA.diversity_tol):
+                summary.non_diverse += 1
+                groups.append(judged)
+            else:
+                summary.diverse += 1
+    return groups, summary
+
+
+def _dump_group(group: VerifiedGroup, joined: bool, disagrees: bool) -> DumpGroup:
+    first = group.samples[0]
+    return DumpGroup(
+        step=group.step,
+        key=group.prompt.key,
+        problem=group.prompt.problem,
+        reference=ground_truth_text(first.ground_truth),
+        task=task_of(first.benchmark, ARENA.math_data_sources, first.ability),
+        data_source=first.benchmark if joined else None,
+        responses=tuple(sample.response for sample in group.samples),
+        correct=group.correct,
+        truth_disagrees=disagrees,
+    )
+
+
+def describe_dump(dump: Path, s: DumpSummary) -> str:
+    if s.by_uid == s.groups:
+        grouping = "grouped by uid (V1 trainer dump)"
+    elif s.by_uid == 0:
+        grouping = "grouped by prompt text (legacy trainer dump: no uid; samples that share their input are a group)"
+    else:
+        grouping = f"{s.by_uid} grouped by uid, {s.groups - s.by_uid} by prompt text (no uid)"
+    lines = [
+        f"dump {dump}: {s.files} step file(s), {s.groups} groups, {grouping}",
+        f"  non-diverse (all verifier outcomes equal; judged): {s.non_diverse}; diverse (skipped): {s.diverse}"
+        + (f"; single-sample (skipped): {s.single}" if s.single else ""),
+    ]
+    for why, count in sorted(s.not_scored.items()):
+        lines.append(f"  not verified, skipped: {count} groups ({why})")
+    troubles = {status: n for status, n in s.statuses.items() if status in ("timeout", "error")}
+    if troubles:
+        lines.append("  verifier trouble: " + ", ".join(f"{n} {status}" for status, n in sorted(troubles.items())))
+    return "\n".join(lines)

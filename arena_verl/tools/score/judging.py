@@ -1,0 +1,150 @@
+"""Judging the groups of ``arena-verl score``: each group's tournament scheduled as training schedules it.
+
+The tournament is built as the referee builds it (:class:`~arena_verl.core.tournament.options.TournamentOptions`
+from the settings: the one settings -> tournament mapping), with the command's strategy, budget and seed. Training's
+default is eager (``reward.arena.wait_for_verdicts: false``): the group's traces arrive in dump order, all at once
+(as when the reward loop submits a whole batch), and each arrival's opponents are chosen from the verdicts in hand.
+``--wait-for-verdicts`` is the paper's rule instead (what :func:`~arena_verl.core.tournament.run_tournament` does):
+each arrival's matches, and the scheduler's idle-time work, are judged before the next trace arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import zlib
+from typing import Any
+
+from arena_verl.core.routing import tournament_rewards
+from arena_verl.core.tournament import Tournament, TournamentResult, valid_outcome
+from arena_verl.core.tournament.options import TournamentOptions
+from arena_verl.judge import Trace, make_judge
+from arena_verl.settings import JudgeSettings
+from arena_verl.tools.score.groups import ARENA, DumpGroup
+from arena_verl.tools.score.score_file import ScoreFile
+
+__all__ = ["digest", "judge_groups", "replay_tournament", "score_group", "tournament_options", "tournament_seed"]
+
+
+def tournament_options(settings: dict[str, Any]) -> TournamentOptions:
+    """Training's tournament options (the arena's defaults) with this run's strategy, budget and schedule."""
+    return TournamentOptions.from_settings(
+        ARENA,
+        strategy=settings["strategy"],
+        budget=settings["budget"],
+        wait_for_verdicts=settings["wait_for_verdicts"],
+    )
+
+
+def tournament_seed(seed: int, step: int | None, key: str) -> int:
+    """Each group's own seed (presentation order, random schedules), stable across runs and resumes."""
+    return zlib.crc32(f"{seed}/{step}/{key}".encode())
+
+
+async def replay_tournament(size: int, judge_pair, seed: int, options: TournamentOptions) -> TournamentResult:
+    """One group's tournament over ``size`` traces arriving in index order (see the module docstring)."""
+    tournament = Tournament(size, judge_pair, seed=seed, **options.tournament_kwargs())
+    for _ in range(size):
+        tournament.add()
+        if options.wait_for_verdicts:  # the paper's rule: this arrival's matches are judged before the next one
+            await tournament.settle()
+    return await tournament.finish()
+
+
+def judge_groups(
+    todo: list[DumpGroup],
+    judge_settings: JudgeSettings,
+    settings: dict[str, Any],
+    concurrency: int,
+    out: ScoreFile,
+    total: int,
+) -> None:
+    """Judge ``todo``, appending each group's line as it finishes; the judge (and its engines) never outlive this."""
+    from tqdm import tqdm
+
+    ray_started = False
+    if judge_settings.backend == "vllm":
+        import ray
+
+        if not ray.is_initialized():  # vLLM engines live in Ray actors; a Ray we start is ours to stop
+            ray.init()
+            ray_started = True
+    try:
+        judge = make_judge(judge_settings)
+        with tqdm(total=total, initial=total - len(todo), unit="group", desc="score", disable=None) as progress:
+            asyncio.run(_judge_all(todo, judge, judge_settings, settings, concurrency, out, progress))
+    finally:
+        if ray_started:
+            import ray
+
+            ray.shutdown()
+
+
+async def _judge_all(todo, judge, judge_settings, settings, concurrency: int, out: ScoreFile, progress) -> None:
+    pending = iter(todo)
+
+    async def worker() -> None:
+        for group in pending:  # one shared iterator: each group is taken by exactly one worker
+            record = await score_group(group, judge, settings, judge_settings.call_budget_s)
+            out.append(record)
+            progress.update(1)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(todo)))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        close = getattr(judge, "close", None)
+        if close is not None:
+            await close()
+
+
+async def score_group(group: DumpGroup, judge, settings: dict[str, Any], call_timeout_s: float) -> dict[str, Any]:
+    """One group's tournament with ``judge``, scheduled as training schedules it; the score file's line for it."""
+    calls: list[list] = []  # [first, second, outcome] in call order
+    tag = f"{group.step}/{group.key}"
+
+    async def judge_pair(first: int, second: int) -> float | None:
+        call = [first, second, None]
+        calls.append(call)
+        shown_first, shown_second = Trace(group.responses[first]), Trace(group.responses[second])
+        outcome = await asyncio.wait_for(
+            judge.compare(group.problem, shown_first, shown_second, group.reference, task=group.task, group=tag),
+            call_timeout_s,
+        )  # a timeout or an error is a failed call: the tournament counts it (and the entry stays null)
+        call[2] = valid_outcome(outcome)
+        return outcome
+
+    started = time.monotonic()
+    seed = tournament_seed(settings["seed"], group.step, group.key)
+    result = await replay_tournament(len(group.responses), judge_pair, seed, tournament_options(settings))
+    rewards = tournament_rewards("arena", result.strengths, group.verifier_rewards, ARENA.reward_scale)
+    decided = [outcome for _, _, outcome in calls if outcome in (0.0, 1.0)]
+    return {
+        "step": group.step,
+        "group": group.key,
+        **settings,
+        "judge_backend": judge.name,
+        "simulated": judge.name == "simulated",
+        "samples": len(group.responses),
+        "sample_digests": [digest(text) for text in group.responses],
+        "verifier_reward": group.verifier_rewards[0],
+        "task": group.task,
+        "data_source": group.data_source,
+        "ground_truth_disagrees": group.truth_disagrees,
+        "judge_calls": result.judge_calls,
+        "failures": result.failed_calls,
+        "pairs": calls,
+        "strengths": [float(x) for x in result.strengths],
+        "rewards": [float(x) for x in rewards],
+        "first_wins": int(sum(decided)),
+        "decided": len(decided),
+        "elapsed_s": round(time.monotonic() - started, 3),
+    }
+
+
+def digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", errors="replace"), digest_size=6).hexdigest()
