@@ -67,7 +67,7 @@ class JudgeSettings:
     gpu_memory_utilization: float = 0.85
     max_model_len: int | None = None
     enable_prefix_caching: bool = True
-    # SIMULATED judge only (tests, benchmarks, CPU demo): see arena_verl.core.tournament.SimulatedJudge.
+    # SIMULATED judge only (tests, benchmarks, CPU demo): see arena_verl.judge.simulated_law.
     sim_sharpness: float = 1.0
     sim_position_bias: float = 0.0
     sim_tie_rate: float = 0.0
@@ -85,7 +85,7 @@ class JudgeSettings:
 
 @dataclass(frozen=True)
 class ArenaSettings:
-    """``reward.arena.*``. See the README's config reference for what each key does."""
+    """``reward.arena.*``. See docs/config.md for what each key does."""
 
     mode: str = "arena"
     strategy: str | None = None  # None: the mode's own (tournament_all: round_robin, the ArenaRL baseline; else live)
@@ -99,7 +99,7 @@ class ArenaSettings:
     two_sided: bool = False
     mirror_augment: bool = False
     on_judge_failure: str = "tie"
-    prefix_aware: bool = False  # present a batch's shared trace first in all its calls (prefix cache; see README)
+    prefix_aware: bool = False  # a batch's shared trace shown first in all its calls (prefix cache; docs/config.md)
     speculative: bool = True  # start the live tournament while every verifier reward so far agrees
     wait_for_verdicts: bool = False  # hold an arrival until earlier matches have verdicts (the paper's live rule)
     final_calls: int = 3  # paced: opponents of the last arrival, judged in one round

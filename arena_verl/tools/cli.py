@@ -5,9 +5,16 @@
     arena-verl analyze    what a run's rollout dumps say: non-diverse groups per step, the zero-advantage samples the
                           arena recovers, judge cost; an HTML report with plots and summary.json
     arena-verl score      re-judge a dump's non-diverse groups offline with any judge and schedule (resumable)
+    arena-verl evaluate   avg@n and unbiased pass@k per benchmark from validation dumps (the paper's tables)
+    arena-verl prepare    the paper's benchmark data as verl parquet files (presets; see --help)
+    arena-verl recipe     what an experiment recipe would run: the composed config, verl's rules, paths, judge load
+    arena-verl runlog     per-step time and generations of runs, from verl's file logger
 
-Every command takes the same ``--judge`` grammar: ``simulated``, ``transformers:PATH``, ``vllm:PATH``,
+Every command that judges takes the same ``--judge`` grammar: ``simulated``, ``transformers:PATH``, ``vllm:PATH``,
 ``openai:URL#MODEL``. ``arena-verl COMMAND --help`` describes each.
+
+Exit status, the same for every command: 0 done, 1 the command ran and found a failure, 2 bad input (one line on
+stderr that names the file, key or flag; never a traceback).
 """
 
 from __future__ import annotations
@@ -16,13 +23,19 @@ import argparse
 import importlib
 import sys
 
-__all__ = ["COMMANDS", "main"]
+from arena_verl.core.errors import EXIT_BAD_INPUT, InputError
+
+__all__ = ["COMMANDS", "build_parser", "main"]
 
 # name -> (module with configure_parser(parser) and run(args) -> int, one-line help)
 COMMANDS = {
     "demo": ("arena_verl.tools.demo", "one reward step through verl's real reward loop with the arena, on CPU"),
     "analyze": ("arena_verl.tools.analyze.command", "report on a run's rollout dumps: alpha, recovered samples, cost"),
     "score": ("arena_verl.tools.score", "re-judge a dump's non-diverse groups offline (resumable)"),
+    "evaluate": ("arena_verl.tools.evaluate", "avg@n and unbiased pass@k per benchmark, from validation dumps"),
+    "prepare": ("arena_verl.tools.prepare", "the paper's data (AIME, BeyondAIME, GPQA, LiveCodeBench) as verl parquet"),
+    "recipe": ("arena_verl.tools.recipe", "what an experiment recipe runs: config, verl's rules, paths, judge load"),
+    "runlog": ("arena_verl.tools.runlog", "per-step time and generations of runs, from verl's file logger"),
 }
 
 
@@ -43,7 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.run(args) or 0)
+    try:
+        return int(args.run(args) or 0)
+    except InputError as exc:  # the commands' own bad-input type: one line, exit 2
+        print(f"arena-verl {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

@@ -24,12 +24,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from arena_verl import sample_traces
-from arena_verl.core.tournament import STRATEGIES
-from arena_verl.settings import MODES
+from arena_verl.core.names import DIVERSITY_TOL, MODES, ROUTE_NAMES, STRATEGIES
+from arena_verl.core.referee.metrics import NONZERO_ADVANTAGE_TOL
+from arena_verl.core.routing import is_uniform
 from arena_verl.testing.toy import Sample, build_toy_tokenizer, make_batch
 
 
@@ -68,6 +70,20 @@ SIMULATED_BANNER = (
 )
 
 
+SIMULATED_DEFAULTS = {"sim_sharpness": 2.0, "sim_position_bias": 0.53}
+# The referee's metrics the report prints (those a step has: rlvr has none).
+REPORTED_METRICS = (
+    "alpha",
+    "alpha_routed",
+    "judge_calls_per_routed_group",
+    "all_correct_share_of_uniform",
+    "judge_failures",
+    "first_position_win_share",
+    "nonzero_advantage_share",
+    "nonzero_advantage_share_rlvr",
+)
+
+
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prompts", type=int, default=32, help="prompts (groups); with --rollouts sample, at most this many"
@@ -91,55 +107,72 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workers", type=int, default=2, help="reward.num_workers")
 
 
+@dataclasses.dataclass
+class StepResult:
+    """What one reward step gave: verl's output batch and the referee's metrics."""
+
+    batch: Any  # the DataProto handed to compute_rm_score
+    out: Any  # its output (rm_scores, the arena's extra info)
+    metrics: dict
+    elapsed_s: float
+
+
 def run(args: argparse.Namespace) -> int:
+    """Validate, build the rollouts, run one reward step, print what it did."""
     from arena_verl.judge.spec import judge_settings_from_spec
 
-    simulated_defaults = {"sim_sharpness": 2.0, "sim_position_bias": 0.53}
     if args.prompts < 1 or args.n < 2 or args.workers < 1:
         print("arena-verl demo: --prompts and --workers must be >= 1 and --n >= 2", file=sys.stderr)
         return 2
     try:
-        judge = judge_settings_from_spec(args.judge, **simulated_defaults if args.judge == "simulated" else {})
-        if args.rollouts == "synthetic":
-            samples = synthetic_rollouts(args.prompts, args.n, args.seed)
-        else:
-            samples = sample_rollouts(args.prompts)
+        judge = judge_settings_from_spec(args.judge, **SIMULATED_DEFAULTS if args.judge == "simulated" else {})
+        samples = synthetic_rollouts(args.prompts, args.n, args.seed) if args.rollouts == "synthetic" else None
+        samples = samples if samples is not None else sample_rollouts(args.prompts)
     except ValueError as exc:
         print(f"arena-verl demo: {exc}", file=sys.stderr)
         return 2
-    extraction = "boxed" if args.rollouts == "synthetic" else sample_traces.ANSWER_EXTRACTION
     group_size = len([s for s in samples if s.uid == samples[0].uid])
-    num_groups = len(samples) // group_size
+    result = reward_step(args, judge, samples, group_size)
+    print_report(args, judge, samples, group_size, result)
+    return 0
 
+
+def _demo_config(args: argparse.Namespace, judge, tokenizer_path: Path, group_size: int):
+    """verl's own ppo_trainer with the arena switched on by overrides, as a user would on the command line."""
+    from hydra import compose, initialize_config_module
+    from omegaconf import OmegaConf, open_dict
+
+    extraction = "boxed" if args.rollouts == "synthetic" else sample_traces.ANSWER_EXTRACTION
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        config = compose(
+            "ppo_trainer",
+            overrides=[
+                f"actor_rollout_ref.model.path={tokenizer_path}",
+                f"actor_rollout_ref.rollout.n={group_size}",
+                f"reward.num_workers={args.workers}",
+                "reward.reward_manager.name=arena",
+                f"+reward.arena.mode={args.mode}",
+                f"+reward.arena.strategy={args.strategy}",
+                # the bundled traces were scored with the answer extraction of their run
+                f"+reward.arena.answer_extraction={extraction}",
+            ],
+        )
+    with open_dict(config):  # the judge as a whole node: no Hydra quoting of paths and URLs
+        config.reward.arena.judge = OmegaConf.create(dataclasses.asdict(judge))
+    return config
+
+
+def reward_step(args: argparse.Namespace, judge, samples: list[Sample], group_size: int) -> StepResult:
+    """One ``compute_rm_score`` through verl's RewardLoopManager on a local Ray cluster (always shut down)."""
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     import ray
-    from hydra import compose, initialize_config_module
-    from omegaconf import OmegaConf, open_dict
-    from scipy.stats import kendalltau
     from transformers import AutoTokenizer
     from verl.experimental.reward_loop.reward_loop import RewardLoopManager
-    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
     with tempfile.TemporaryDirectory() as folder:
         tokenizer_path = build_toy_tokenizer(Path(folder))
-        # verl's own ppo_trainer with the arena switched on by overrides, as a user would on the command line.
-        with initialize_config_module("verl.trainer.config", version_base=None):
-            config = compose(
-                "ppo_trainer",
-                overrides=[
-                    f"actor_rollout_ref.model.path={tokenizer_path}",
-                    f"actor_rollout_ref.rollout.n={group_size}",
-                    f"reward.num_workers={args.workers}",
-                    "reward.reward_manager.name=arena",
-                    f"+reward.arena.mode={args.mode}",
-                    f"+reward.arena.strategy={args.strategy}",
-                    # the bundled traces were scored with the answer extraction of their run
-                    f"+reward.arena.answer_extraction={extraction}",
-                ],
-            )
-        with open_dict(config):  # the judge as a whole node: no Hydra quoting of paths and URLs
-            config.reward.arena.judge = OmegaConf.create(dataclasses.asdict(judge))
+        config = _demo_config(args, judge, tokenizer_path, group_size)
         tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_path))
         longest = max(len(tokenizer.encode(s.response)) for s in samples) + 1
         batch = make_batch(tokenizer, samples, response_length=max(64, longest))
@@ -154,12 +187,18 @@ def run(args: argparse.Namespace) -> int:
             metrics = ray.get(referee.metrics.remote()) if referee is not None else {}
         finally:
             ray.shutdown()
+    return StepResult(batch, out, metrics, elapsed)
 
-    info = out.non_tensor_batch
-    token_rewards = out.batch["rm_scores"]
+
+def print_report(args: argparse.Namespace, judge, samples: list[Sample], group_size: int, result: StepResult) -> None:
+    """The step as a verl user reads it: routes, rewards and GRPO advantages per group, then the arena's figures."""
+    from scipy.stats import kendalltau
+    from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
+
+    batch, info, num_groups = result.batch, result.out.non_tensor_batch, len(samples) // group_size
+    token_rewards = result.out.batch["rm_scores"]
     response_mask = batch.batch["attention_mask"][:, batch.batch["prompts"].shape[1] :].float()
-    uids = batch.non_tensor_batch["uid"]
-    advantages, _ = compute_grpo_outcome_advantage(token_rewards, response_mask, uids)
+    advantages, _ = compute_grpo_outcome_advantage(token_rewards, response_mask, batch.non_tensor_batch["uid"])
     sample_adv = ((advantages * response_mask).sum(-1) / response_mask.sum(-1)).numpy()
     verifier = info["arena/verifier_reward"]
     quality = np.array([np.nan if s.sim_quality is None else s.sim_quality for s in samples])
@@ -170,17 +209,20 @@ def run(args: argparse.Namespace) -> int:
     judge_line = "SIMULATED" if judge.backend == "simulated" else f"{judge.backend} ({judge.model_path})"
     rollout_line = "synthetic text" if args.rollouts == "synthetic" else f"REAL traces by {sample_traces.MODEL}"
     print(f"judge: {judge_line}; rollouts: {rollout_line}")
-    print(f"reward step (compute_rm_score): {elapsed:.2f} s on {os.cpu_count()} CPUs, {args.workers} reward workers")
+    print(
+        f"reward step (compute_rm_score): {result.elapsed_s:.2f} s on {os.cpu_count()} CPUs, "
+        f"{args.workers} reward workers"
+    )
     print()
     print("| group | verifier rewards | route | judge calls | rewards | GRPO advantages |")
     print("| --- | --- | --- | ---: | --- | --- |")
-    route_names = {0.0: "verifier", 1.0: "tournament", 2.0: "pointwise"}
-    taus = []
+    taus, uniform = [], []
     for g in range(num_groups):
         rows = slice(g * group_size, (g + 1) * group_size)
         rewards = token_rewards[rows].sum(-1).numpy()
-        route = route_names[float(info["arena/route"][rows][0])]
-        if route == "tournament" and np.ptp(verifier[rows]) == 0 and not np.isnan(quality[rows]).any():
+        route = ROUTE_NAMES[int(info["arena/route"][rows][0])]
+        uniform.append(is_uniform(verifier[rows], DIVERSITY_TOL))
+        if route == "tournament" and uniform[-1] and not np.isnan(quality[rows]).any():
             taus.append(kendalltau(rewards, quality[rows]).statistic)
         if g < 8:
             print(
@@ -188,28 +230,17 @@ def run(args: argparse.Namespace) -> int:
                 f"| {fmt(rewards, 2)} | {fmt(sample_adv[rows], 2)} |"
             )
     print(f"(first {min(8, num_groups)} of {num_groups} groups)\n")
-    uniform = np.array([np.ptp(verifier[g * group_size : (g + 1) * group_size]) == 0 for g in range(num_groups)])
-    zero_adv = np.abs(sample_adv) < 1e-6
-    print(f"non-diverse groups (zero advantage under RLVR): {uniform.sum()} of {num_groups}")
+    zero_adv = np.abs(sample_adv) <= NONZERO_ADVANTAGE_TOL  # the referee's nonzero_advantage threshold
+    print(f"non-diverse groups (zero advantage under RLVR): {sum(uniform)} of {num_groups}")
     rlvr_zero = np.repeat(uniform, group_size).mean()
     print(f"samples with zero GRPO advantage: {zero_adv.mean():.0%} (RLVR: {rlvr_zero:.0%})")
     if taus:
         print(f"routed non-diverse groups: mean Kendall tau(reward, hidden quality) = {np.mean(taus):.3f}")
-    for key in (
-        "alpha",
-        "alpha_routed",
-        "judge_calls_per_routed_group",
-        "all_correct_share_of_uniform",
-        "judge_failures",
-        "first_position_win_share",
-        "nonzero_advantage_share",
-        "nonzero_advantage_share_rlvr",
-    ):
-        if f"arena/{key}" in metrics:
-            print(f"arena/{key}: {metrics[f'arena/{key}']:.3f}")
+    for key in REPORTED_METRICS:
+        if f"arena/{key}" in result.metrics:
+            print(f"arena/{key}: {result.metrics[f'arena/{key}']:.3f}")
     if judge.backend == "simulated":
         print("\n(judge: SIMULATED; see the banner above)")
-    return 0
 
 
 def sample_rollouts(max_groups: int) -> list[Sample]:

@@ -23,7 +23,7 @@ from arena_verl.verl_edge.rules import run_time_problems
 
 __all__ = ["compose_experiment", "shown_values", "path_problems", "judge_calls_per_group", "judge_load_lines"]
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"  # the repository root's configs/
 
 # The keys a recipe's reader needs to see, in this order (reward.arena.* and reward.reward_model.* are added whole).
 SHOWN_KEYS = (
@@ -230,9 +230,8 @@ def judge_load_lines(config) -> list[str]:
     return [head, f"judge calls per step by the non-diverse share alpha: {loads}"]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    commands = parser.add_subparsers(dest="command", required=True)
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="recipe_command", required=True, metavar="COMMAND")
     show = commands.add_parser("show", help="compose, print key values and the judge's load, check paths")
     show.add_argument("--config-name", required=True)
     show.add_argument("--config-dir", default=str(CONFIG_DIR))
@@ -241,7 +240,16 @@ def main(argv: list[str] | None = None) -> int:
         "--check-cluster", action="store_true", help="check that the run's GPU groups fit RAY_ADDRESS's nodes"
     )
     show.add_argument("overrides", nargs="*")
-    args = parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    configure_parser(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
+    """``show``: exit 0, or 2 for a config that does not compose, breaks verl's rules or (``--strict``) lacks paths."""
     from arena_verl.settings import settings_from_config
     from arena_verl.verl_edge.judge_placement import verl_placement_problems
     from arena_verl.verl_edge.placement import demands_from_config, placement_problems, placement_warnings

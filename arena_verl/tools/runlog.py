@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_verl.data.metrics_log import summarise
+from arena_verl.evaluation.tables import text_table
 
 __all__ = ["COLUMNS", "step_rows", "run_means", "format_table"]
 
@@ -72,11 +73,7 @@ def run_means(rows: list[dict[str, float | None]]) -> dict[str, float | None]:
 
 
 def format_table(header: list[str], rows: list[list[Any]]) -> str:
-    cells = [[_cell(v) for v in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(header, widths))]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in cells]
-    return "\n".join(lines)
+    return text_table(header, [[_cell(v) for v in row] for row in rows], align="right", rule=False)
 
 
 def _number(value: Any) -> float | None:
@@ -95,11 +92,18 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("runs", nargs="+", help="run folders (RUN_DIR) or metrics.jsonl files")
     parser.add_argument("--json", default=None, help="also write the rows and means here")
-    args = parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    configure_parser(parser)
+    return run(parser.parse_args(argv))
+
+
+def run(args: argparse.Namespace) -> int:
     report = {}
     try:
         for run in args.runs:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Shared body of the experiment recipes (recipes/<experiment>.sh): builds the `python -m verl.trainer.main_ppo`
 # command for configs/<experiment>.yaml from environment variables, prints it with --dry-run, else checks it and runs
-# it in the foreground. Sourced, not run. See the README's "Reproduce the paper" and "Run on your cluster".
+# it in the foreground. Sourced, not run. See docs/paper.md and docs/cluster.md.
 #
 # Environment (defaults in brackets; SETTING's defaults shown as node8 / paper / cpu):
 #   SETTING [node8]          node8: one 8-GPU node (6 train, 2 judge) | paper: the paper's setting (unverified) |

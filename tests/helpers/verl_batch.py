@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from helpers.ray_local import RAY_ENV, set_ray_env  # noqa: F401  (set_ray_env: re-exported for the tests)
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 
@@ -24,9 +25,4 @@ def compose_config(tokenizer_path: Path, overrides: list[str] = ()):
 
 
 def ray_env() -> dict:
-    return {"RAY_AUTH_MODE": "disabled", "RAY_DEDUP_LOGS": "0", "TOKENIZERS_PARALLELISM": "false"}
-
-
-def set_ray_env() -> None:
-    for key, value in ray_env().items():
-        os.environ.setdefault(key, value)
+    return dict(RAY_ENV)

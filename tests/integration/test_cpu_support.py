@@ -87,7 +87,7 @@ def test_supervisor_stops_the_run_and_reaps_what_it_left(tmp_path, command_sleep
     metrics.write_text(json.dumps({"step": 1, "data": {"training/global_step": 1, "timing_s/step": 2.0}}) + "\n")
     started = time.monotonic()
     out = subprocess.run(
-        [sys.executable, "-m", "arena_verl.tools.supervise", "--timeout", str(timeout), "--out", str(tmp_path),
+        [sys.executable, "-m", "arena_verl.cpu.supervise", "--timeout", str(timeout), "--out", str(tmp_path),
          "--metrics", str(metrics), "--", sys.executable, str(script), str(command_sleeps)],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -120,7 +120,7 @@ def test_a_signalled_supervisor_still_reaps_everything_and_writes_its_summary(tm
     script, pid_file = tmp_path / "run.py", tmp_path / "pid"
     script.write_text(spawn_and_orphan_script(pid_file))
     supervisor = subprocess.Popen(
-        [sys.executable, "-m", "arena_verl.tools.supervise", "--timeout", "300", "--out", str(tmp_path),
+        [sys.executable, "-m", "arena_verl.cpu.supervise", "--timeout", "300", "--out", str(tmp_path),
          "--metrics", str(tmp_path / "none.jsonl"), "--", sys.executable, str(script), "600"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -237,18 +237,6 @@ def test_rlvr_samples_are_counted_for_the_bound_even_without_tracker_metrics():
 # -- the referees' figures, and the error through Ray ---------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    import ray
-
-    from helpers.verl_batch import set_ray_env
-
-    set_ray_env()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
 def test_referee_figures_sum_every_shard_and_the_error_reaches_the_driver(ray_cluster):
     ray = ray_cluster
     from arena_verl.actors.referee_actor import referee_handle

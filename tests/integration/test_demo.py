@@ -6,7 +6,7 @@ import sys
 
 def test_cpu_demo_runs_and_routes_non_diverse_groups():
     out = subprocess.run(
-        [sys.executable, "-m", "arena_verl.tools.demo", "--prompts", "6", "--seed", "1"],
+        [sys.executable, "-m", "arena_verl.demo", "--prompts", "6", "--seed", "1"],
         capture_output=True,
         text=True,
         timeout=600,

@@ -219,7 +219,7 @@ def test_on_a_gpu_host_it_builds_and_runs_every_check_with_the_gpus(tmp_path):
     assert all(call.startswith("docker run --rm --gpus all arena-verl:test ") for call in runs)
     assert "python3 -m pip check" in runs[0]
     assert "python3 -I -c import vllm, verl, arena_verl, transfer_queue" in runs[1]
-    assert "python3 -m arena_verl.tools.recipe show --config-name arena_live" in runs[2]
+    assert "python3 -m arena_verl.recipe show --config-name arena_live" in runs[2]
     assert runs[3].endswith(" nvidia-smi")
     assert "torch.cuda.is_available()" in runs[4]
     lines = result.stdout.splitlines()

@@ -14,6 +14,7 @@ from arena_verl.judge.model_judge import ModelJudge, PermanentJudgeError
 from arena_verl.judge.openai_backend import OpenAIJudge
 from arena_verl.settings import ArenaSettings, JudgeSettings
 from arena_verl.testing.toy import build_toy_model
+from helpers.ray_local import local_ray
 
 FAST = dict(timeout_s=2.0, retries=2, backoff_s=0.0, parse_retries=1)
 
@@ -142,16 +143,13 @@ def test_transformers_judge_generates_inside_the_referee_actor(toy_model):
 
     judge = JudgeSettings(backend="transformers", model_path=str(toy_model), max_new_tokens=8, **FAST)
     settings = dataclasses.replace(ArenaSettings(group_size=4, referee_name="tf-referee"), judge=judge)
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-    try:
+    with local_ray():
         actor = ray.remote(RefereeActor).options(max_concurrency=100).remote(settings)
         assert ray.get(actor.judge_backend.remote()) == "transformers"
         subs = [Submission("g", str(i), "What is 2+2?", Trace(f"attempt {i}: \\boxed{{4}}"), 1.0) for i in range(4)]
         verdicts = ray.get([actor.submit.remote(s) for s in subs], timeout=600)
         metrics = ray.get(actor.metrics.remote())
         stats = ray.get(actor.judge_stats.remote())
-    finally:
-        ray.shutdown()
     # Random weights never write a verdict: every call fails after its re-ask, is counted, and is a tie.
     assert all(v.judge_calls == 6 and v.judge_failures == 6 and v.fallback == 0 for v in verdicts)
     assert all(v.reward == pytest.approx(1.0) for v in verdicts)

@@ -4,12 +4,12 @@ on ONE node)."""
 from __future__ import annotations
 
 import itertools
-import os
 import random
 
 import pytest
 
 from arena_verl.verl_edge.placement import Demand, demands_from_config, fits, placement_problems, placement_warnings
+from helpers.ray_local import fake_gpu_cluster
 
 
 def judge(tp: int, engines: int = 1, referees: int = 1) -> Demand:
@@ -224,24 +224,10 @@ def test_demands_from_a_composed_recipe_config():
 
 
 @pytest.fixture
-def two_gpu_nodes(monkeypatch):
+def two_gpu_nodes():
     """Two Ray nodes with 2 (fake) GPUs each, on CPU."""
-    ray = pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
-
-    monkeypatch.setenv("RAY_AUTH_MODE", os.environ.get("RAY_AUTH_MODE", "disabled"))
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 1, "num_gpus": 2, "include_dashboard": False},
-    )
-    try:
-        cluster.add_node(num_cpus=1, num_gpus=2)
-        cluster.wait_for_nodes()
-        ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+    with fake_gpu_cluster(nodes=2, gpus_per_node=2) as ray:
         yield ray
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
 
 
 def test_fake_cluster_refuses_tp4_and_accepts_tp2(two_gpu_nodes):

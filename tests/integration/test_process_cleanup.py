@@ -86,6 +86,7 @@ REWARD_STEP = """
     import psutil, ray
     from transformers import AutoTokenizer
     from arena_verl.testing.toy import Sample, build_toy_tokenizer, make_batch
+    from helpers.ray_local import start_local_ray
     from helpers.verl_batch import compose_config
 
 
@@ -101,7 +102,7 @@ REWARD_STEP = """
 
     tokenizer_path = build_toy_tokenizer(Path(tempfile.mkdtemp()))
     config = compose_config(tokenizer_path, ["reward.arena.mode=rlvr"])
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    start_local_ray()
     from verl.experimental.reward_loop.reward_loop import RewardLoopManager
 
     manager = RewardLoopManager(config)  # reward.num_workers=2 (helpers.verl_batch)

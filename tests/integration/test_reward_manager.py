@@ -1,6 +1,8 @@
 """The reward manager's own rules, without Ray: referee loss, sample keys, math routing of data sources."""
 
 import asyncio
+import functools
+from types import SimpleNamespace
 
 import pytest
 import ray
@@ -52,11 +54,16 @@ def test_an_unavailable_referee_is_retried_until_patience_runs_out(monkeypatch):
 def test_sample_keys_and_math_sources():
     assert reward_manager._sample_key(3) == "session-3"
     assert reward_manager._sample_key(None) != reward_manager._sample_key(None)  # one per call
-    patterns = ArenaSettings().math_data_sources
-    assert reward_manager._matches_source("openai/gsm8k", patterns)
-    assert reward_manager._matches_source("math_dapo", patterns)
-    assert not reward_manager._matches_source("codecontests", patterns)
-    assert reward_manager._matches_source("codecontests", ("*",))
+    # The manager routes by the one data-source rule (arena_verl.core.sources) with its own settings' lists.
+    manager = SimpleNamespace(settings=ArenaSettings())
+    source = functools.partial(reward_manager.ArenaRewardManager._source, manager)
+    assert source("openai/gsm8k").verifier == "math" and source("math_dapo").verifier == "math"
+    assert source("gpqa_diamond").verifier == "multiple_choice"
+    assert source("codecontests").verifier == "verl" and source("codecontests").template == "code"
+    everything = SimpleNamespace(settings=ArenaSettings(math_data_sources=("*",)))
+    assert reward_manager.ArenaRewardManager._source(everything, "trivia").verifier == "math"
+    # code is run by verl's scorer even when every source is declared math: its answer is a program
+    assert reward_manager.ArenaRewardManager._source(everything, "codecontests").verifier == "verl"
 
 
 def test_verl_served_judge_uses_the_router_address():

@@ -58,7 +58,7 @@ def test_conversion_is_a_finished_float32_folder_with_sane_special_tokens(model_
 
 
 def test_cli_prints_the_folder_and_reuses_it(model_dir):
-    out = subprocess.run([sys.executable, "-m", "arena_verl.testing.smollm2", str(model_dir)], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "arena_verl.smollm2", str(model_dir)], capture_output=True,
                          text=True, timeout=60)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == str(model_dir)

@@ -14,7 +14,7 @@ from scipy.stats import kendalltau
 
 from arena_verl.testing.toy import Sample, build_toy_tokenizer, make_batch
 from arena_verl.verl_edge.validation_signal import VALIDATE_KEY
-from helpers.verl_batch import compose_config, set_ray_env
+from helpers.verl_batch import compose_config
 
 
 @pytest.fixture(scope="module")
@@ -27,14 +27,6 @@ def tokenizer(tokenizer_path):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(str(tokenizer_path))
-
-
-@pytest.fixture(scope="module")
-def ray_cluster():
-    set_ray_env()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
 
 
 @pytest.fixture

@@ -24,10 +24,8 @@ COMMON = dict(max_new_tokens=16, timeout_s=120.0, retries=1, backoff_s=0.5, pars
 
 
 @pytest.fixture(scope="module")
-def ray_cpu():
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
-    yield
-    ray.shutdown()
+def ray_cpu(ray_cluster):
+    return ray_cluster
 
 
 def test_vllm_engine_in_a_ray_actor(toy_model, ray_cpu):
