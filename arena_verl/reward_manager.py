@@ -112,7 +112,8 @@ class ArenaRewardManager(RewardManagerBase):
         reward_model = non_tensor.get("reward_model") or {}
         ground_truth = reward_model.get("ground_truth") if isinstance(reward_model, dict) else None
         data_source = str(non_tensor.get("data_source", ""))
-        verified = await self._verify(data_source, text, ground_truth, extra_info)
+        source = self._source(data_source, _text_or_none(non_tensor.get("ability")))
+        verified = await self._verify(source, text, ground_truth, extra_info)
 
         if VALIDATE_KEY in non_tensor:  # the trainer's own flag (arena_verl.verl_edge.validation_signal): authoritative
             validation = bool(non_tensor[VALIDATE_KEY])
@@ -140,7 +141,7 @@ class ArenaRewardManager(RewardManagerBase):
             problem=await self.loop.run_in_executor(None, self._problem_text, item),
             trace=Trace(text=text, quality_hint=_float_or_none(extra_info.get("sim_quality"))),
             reference=ground_truth_text(ground_truth),
-            task=self._source(data_source).template,
+            task=source.template,
         )
         return _answer(verified, await self._referee_verdict(submission), validation)
 
@@ -180,15 +181,18 @@ class ArenaRewardManager(RewardManagerBase):
             forget_referee(s, submission.uid)
             return Verdict(reward=submission.verifier_reward, fallback=FALLBACK_REFEREE_LOST)
 
-    def _source(self, data_source: str) -> SourceKind:
+    def _source(self, data_source: str, ability: str | None = None) -> SourceKind:
         s = self.settings
         return classify_source(
-            data_source, math_sources=s.math_data_sources, multiple_choice_sources=s.multiple_choice_data_sources
+            data_source,
+            ability,
+            math_sources=s.math_data_sources,
+            multiple_choice_sources=s.multiple_choice_data_sources,
         )
 
-    async def _verify(self, data_source: str, text: str, ground_truth: Any, extra_info: dict) -> VerifyResult:
-        scorer = self.user_scorer
-        verifier = self._source(data_source).verifier if scorer is None else "user"
+    async def _verify(self, source: SourceKind, text: str, ground_truth: Any, extra_info: dict) -> VerifyResult:
+        scorer, data_source = self.user_scorer, source.data_source
+        verifier = source.verifier if scorer is None else "user"
         if verifier == "multiple_choice":
             return _multiple_choice(text, ground_truth, data_source)
         if verifier == "math":
@@ -310,6 +314,10 @@ def _multiple_choice(text: str, ground_truth: Any, data_source: str) -> VerifyRe
     if score > 0:
         return VerifyResult(1.0, "correct")
     return VerifyResult(0.0, "wrong" if multiple_choice.extract_choice(text) else "no_answer")
+
+
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _float_or_none(value: Any) -> float | None:

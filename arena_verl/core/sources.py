@@ -2,14 +2,16 @@
 reward manager (which verifier), the judge (which pairwise template), the evaluation (which scorer) and the recipes'
 pre-flight (does verl's default scorer run the generated code).
 
-The rule, first match wins (source names match as case-insensitive substrings):
+The rule, first match wins. The source's name decides first (names match as case-insensitive substrings):
 
-1. ``multiple_choice``: ability ``multiple_choice``, or a source in ``multiple_choice_sources`` (``reward.arena.
-   multiple_choice_data_sources``, default ``gpqa``);
-2. ``code``: ability ``code``, or a source in :data:`CODE_SOURCES`;
-3. ``math``: ability ``math``, or a source in ``math_sources`` (``reward.arena.math_data_sources``; ``*`` makes
-   every source not matched above math);
-4. ``unknown``: verl's own scorer decides (training); the evaluation cannot score it.
+1. ``multiple_choice``: a source in ``multiple_choice_sources`` (``reward.arena.multiple_choice_data_sources``,
+   default ``gpqa``);
+2. ``math``: a source in ``math_sources`` (``reward.arena.math_data_sources``; ``*`` makes every source not
+   matched above math, code included: the user said so);
+3. ``code``: a source in :data:`CODE_SOURCES`;
+4. a name that matches none of these: the row's ``ability`` (``multiple_choice``, ``math`` or ``code``), when the data
+   has one;
+5. ``unknown``: verl's own scorer decides (training); the evaluation cannot score it.
 """
 
 from __future__ import annotations
@@ -72,12 +74,14 @@ def classify_source(
     """The :class:`SourceKind` of a sample (the rule in the module docstring)."""
     name = str(data_source or "")
     source, ability = name.lower(), str(ability or "").lower()
-    if ability == "multiple_choice" or _matches(source, multiple_choice_sources):
+    if _matches(source, multiple_choice_sources):
         kind = "multiple_choice"
-    elif ability == "code" or _matches(source, CODE_SOURCES):
-        kind = "code"
-    elif ability == "math" or "*" in math_sources or _matches(source, math_sources):
+    elif "*" in math_sources or _matches(source, math_sources):
         kind = "math"
+    elif _matches(source, CODE_SOURCES):
+        kind = "code"
+    elif ability in ("multiple_choice", "math", "code"):
+        kind = ability
     else:
         kind = "unknown"
     return SourceKind(kind, name)

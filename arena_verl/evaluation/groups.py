@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arena_verl.core.names import DIVERSITY_TOL
+from arena_verl.core.routing import is_uniform
 from arena_verl.data.dumps import NO_DATA_SOURCE, EvaluationInputError, Sample, TruthDisagreement, find_dump_files
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.verified import NO_GROUND_TRUTH, VerifiedGroup, read_verified
@@ -64,8 +66,9 @@ class Group:
 
     @property
     def dumped_constant(self) -> bool:
-        """Every dumped reward equal: zero advantage under the rewards the run trained on."""
-        return all(math.isclose(score, self.scores[0], rel_tol=0.0, abs_tol=1e-9) for score in self.scores)
+        """Every dumped reward equal (within the arena's diversity tolerance): zero advantage under the rewards the
+        run trained on."""
+        return is_uniform(self.scores, DIVERSITY_TOL)
 
 
 @dataclass

@@ -1,18 +1,10 @@
 """The per-benchmark report of the paper's tables: score every sample, count correct samples per prompt, estimate.
 
-**Kinds** (first rule that holds; data sources compared in lower case):
-
-================  =======================================================================================
-multiple_choice   ability ``multiple_choice``, or a data source containing one of
-                  ``reward.arena.multiple_choice_data_sources``' defaults (gpqa):
-                  :mod:`arena_verl.verify.multiple_choice`
-code              ability ``code``, or a data source containing one of ``CODE_SOURCES``: verl's sandbox_fusion
-                  scorer (``--sandbox-url``); a sample is correct when it passes every test case
-math              ability ``math``, or a data source containing one of ``reward.arena.math_data_sources``' defaults
-                  (math, gsm8k, aime, amc, olympiad, numina, deepscaler): the project's verifier (math-verify with
-                  timeouts, :mod:`arena_verl.verify.math_verifier`); correct when it scores > 0
-unknown           not scored
-================  =======================================================================================
+**Kinds**: :func:`arena_verl.core.sources.classify_source` with the settings' default source lists, the rule training
+uses (the data source's name first: multiple choice, math, code; the row's ``ability`` for a name no list matches).
+``multiple_choice`` is scored by :mod:`arena_verl.verify.multiple_choice`; ``code`` by verl's sandbox_fusion scorer
+(``--sandbox-url``; correct when every test case passes); ``math`` by the project's verifier (math-verify with
+timeouts, :mod:`arena_verl.verify.math_verifier`; correct when it scores > 0); ``unknown`` is not scored.
 
 Samples are re-scored from their text by default. ``use_dumped_scores`` trusts the dump instead: its ``acc`` where
 present (the arena manager writes the verifier's verdict there), else ``score > 0``; ``score`` is the reward

@@ -127,7 +127,6 @@ def _looks_local(path: str) -> bool:
 
 def path_problems(config) -> list[str]:
     """Paths the run would read that are not there: data files, the policy, a judge model folder."""
-    from arena_verl.judge.prompts import check_judge_templates
     from arena_verl.settings import settings_from_config
 
     problems = []
@@ -140,10 +139,6 @@ def path_problems(config) -> list[str]:
         where = "does not exist" if _looks_local(str(model)) else "is not a local folder (verl would fetch it)"
         problems.append(f"actor_rollout_ref.model.path: {model} {where}")
     judge = settings_from_config(config).judge
-    try:
-        check_judge_templates(judge)
-    except ValueError as exc:
-        problems.append(str(exc))
     if judge.backend in ("vllm", "transformers") and judge.model_path and not Path(judge.model_path).exists():
         problems.append(f"reward.arena.judge.model_path: {judge.model_path} does not exist")
     # A tokenizer the judge cannot load fails inside the referee actor, where every group would fall back silently.
@@ -250,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """``show``: exit 0, or 2 for a config that does not compose, breaks verl's rules or (``--strict``) lacks paths."""
+    from arena_verl.judge.templates import check_judge_templates
     from arena_verl.settings import settings_from_config
     from arena_verl.verl_edge.judge_placement import verl_placement_problems
     from arena_verl.verl_edge.placement import demands_from_config, placement_problems, placement_warnings
@@ -261,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
         settings = settings_from_config(config)
         refusals = run_time_problems(config, waits_for_groups=settings.uses_judge)
         refusals += verl_placement_problems(config, settings)
+        check_judge_templates(settings.judge)  # an unreadable template is an invalid config, as at the trainer's start
         problems = path_problems(config)
         cluster_warnings = []
         if args.check_cluster:

@@ -499,3 +499,21 @@ def test_a_judge_url_file_is_trimmed_and_checked_and_dollars_in_paths_stay_liter
     url_file.write_text("--help\n")
     refused = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL_FILE=str(url_file))
     assert refused.returncode == 2 and "must be an http(s) address" in refused.stderr
+
+
+def test_a_judge_template_that_cannot_be_used_is_refused_before_anything_starts(tmp_path, capsys):
+    """As at the trainer's start (the reward manager checks the templates too): exit 2, not a path warning."""
+    from arena_verl.tools import recipe
+
+    template = tmp_path / "pairwise.txt"
+    template.write_text("compare them")  # none of the placeholders
+    judge = [
+        "reward.arena.mode=arena",
+        "reward.arena.judge.backend=transformers",
+        f"reward.arena.judge.model_path={tmp_path}",
+        f"reward.arena.judge.pairwise_template={template}",
+    ]
+    assert recipe.main(["show", "--config-name", "rlvr_dapo", *judge]) == 2
+    err = capsys.readouterr().err
+    assert "reward.arena.judge.pairwise_template" in err and "lacks the placeholders" in err
+    assert err.startswith("error:")

@@ -60,10 +60,10 @@ def test_sample_keys_and_math_sources():
     assert source("openai/gsm8k").verifier == "math" and source("math_dapo").verifier == "math"
     assert source("gpqa_diamond").verifier == "multiple_choice"
     assert source("codecontests").verifier == "verl" and source("codecontests").template == "code"
+    assert source("trivia").verifier == "verl" and source("trivia", "math").verifier == "math"  # the row's ability
     everything = SimpleNamespace(settings=ArenaSettings(math_data_sources=("*",)))
     assert reward_manager.ArenaRewardManager._source(everything, "trivia").verifier == "math"
-    # code is run by verl's scorer even when every source is declared math: its answer is a program
-    assert reward_manager.ArenaRewardManager._source(everything, "codecontests").verifier == "verl"
+    assert reward_manager.ArenaRewardManager._source(everything, "codecontests").verifier == "math"  # "*": all
 
 
 def test_verl_served_judge_uses_the_router_address():
@@ -113,7 +113,7 @@ def test_multiple_choice_sources_are_scored_by_letter_not_by_verls_default():
     def verify(text, truth, source="gpqa_diamond"):
         async def run():
             manager.loop = asyncio.get_running_loop()
-            return await manager._verify(source, text, truth, {})
+            return await manager._verify(manager._source(source), text, truth, {})
 
         return asyncio.run(run())
 
@@ -138,7 +138,7 @@ def test_acc_of_a_reward_function_is_its_own_acc_or_a_full_score(result, solved)
 
     async def run():
         manager.loop = asyncio.get_running_loop()
-        return await manager._verify("codecontests", "print(1)", "{}", {})
+        return await manager._verify(manager._source("codecontests"), "print(1)", "{}", {})
 
     assert (asyncio.run(run()).status == "correct") is solved
 
@@ -166,7 +166,7 @@ def test_the_arenas_own_reward_fn_keeps_the_managers_routing():
 
     async def verify(manager, source, text, truth):
         manager.loop = asyncio.get_running_loop()
-        return await manager._verify(source, text, truth, {})
+        return await manager._verify(manager._source(source), text, truth, {})
 
     assert asyncio.run(verify(ours, "gpqa_diamond", "\\boxed{A} or \\boxed{B}", "A")).status == "no_answer"
 

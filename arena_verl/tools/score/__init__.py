@@ -43,7 +43,7 @@ how often both put the same trace first.
 from arena_verl.tools.score.cli import configure_parser, main, run
 from arena_verl.tools.score.groups import DumpGroup, DumpSummary, read_dump_groups
 from arena_verl.tools.score.judging import replay_tournament, score_group, tournament_options
-from arena_verl.tools.score.report import compare_runs, render_comparison, render_report, summarize
+from arena_verl.tools.score.report import compare_runs, render_comparison, render_report, summarise
 from arena_verl.tools.score.score_file import RUN_KEYS, ScoreFile, ScoreInputError, read_score_file
 
 __all__ = [
@@ -62,6 +62,6 @@ __all__ = [
     "replay_tournament",
     "run",
     "score_group",
-    "summarize",
+    "summarise",
     "tournament_options",
 ]

@@ -16,7 +16,7 @@ from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec, ju
 from arena_verl.tools.options import add_data, add_verification, check_workers, scoring_options
 from arena_verl.tools.score.groups import ARENA, DumpGroup, DumpSummary, describe_dump, read_dump_groups
 from arena_verl.tools.score.judging import digest, judge_groups
-from arena_verl.tools.score.report import compare_runs, render_comparison, render_report, summarize
+from arena_verl.tools.score.report import compare_runs, render_comparison, render_report, summarise
 from arena_verl.tools.score.score_file import ScoreFile, ScoreInputError, read_score_file
 
 __all__ = ["configure_parser", "run", "main"]
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         return 130
     finally:
         out.close()
-    print(render_report(summarize(out.lines), settings))
+    print(render_report(summarise(out.lines), settings))
     if other is not None:
         print(render_comparison(compare_runs(out.lines, other), args.out, args.compare))
     return EXIT_OK

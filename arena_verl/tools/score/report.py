@@ -11,10 +11,10 @@ import numpy as np
 from arena_verl.evaluation.tables import MISSING, number, percent
 from arena_verl.tools.score.score_file import settings_text
 
-__all__ = ["compare_runs", "render_comparison", "render_report", "summarize"]
+__all__ = ["compare_runs", "render_comparison", "render_report", "summarise"]
 
 
-def summarize(lines: list[dict[str, Any]]) -> dict[str, Any]:
+def summarise(lines: list[dict[str, Any]]) -> dict[str, Any]:
     """Totals over score lines: groups, calls, failures and the first-shown trace's share of decided verdicts."""
     calls = sum(line["judge_calls"] for line in lines)
     decided = sum(line["decided"] for line in lines)

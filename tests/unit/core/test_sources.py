@@ -12,12 +12,16 @@ SOURCES = [
     ("aime2025", None, "math"),
     ("HuggingFaceH4/MATH-500", None, "math"),
     ("openai/gsm8k", None, "math"),
-    ("gpqa_diamond", "math", "multiple_choice"),  # the source list wins over a mislabelled ability
+    ("gpqa_diamond", "math", "multiple_choice"),  # the source's name wins over a mislabelled ability
     ("anything", "multiple_choice", "multiple_choice"),
     ("livecodebench_v6", None, "code"),
     ("codecontests", None, "code"),
     ("codeforces", None, "code"),
-    ("math_code_mix", None, "code"),  # code before math: generated code is run, not read as an answer
+    ("math_code_mix", None, "math"),  # the run's own math list is read before the code names
+    ("livecodebench", "math", "code"),  # a name decides before the ability
+    ("trivia", "code", "code"),
+    ("trivia", "multiple_choice", "multiple_choice"),
+    ("trivia", "chat", "unknown"),
     ("trivia", None, "unknown"),
     ("trivia", "math", "math"),
     ("", None, "unknown"),
@@ -39,9 +43,9 @@ def test_every_consumer_reads_a_source_the_same_way(source, ability, kind):
     assert found.verifier == (kind if kind in ("math", "multiple_choice") else "verl")
 
 
-def test_a_star_makes_every_other_source_math_but_not_code_or_multiple_choice():
+def test_a_star_makes_every_source_math_but_multiple_choice():
     assert classify_source("trivia", math_sources=("*",)).kind == "math"
-    assert classify_source("apps", math_sources=("*",)).kind == "code"
+    assert classify_source("apps", math_sources=("*",)).kind == "math"  # as the reward manager has always read "*"
     assert classify_source("gpqa", math_sources=("*",)).kind == "multiple_choice"
 
 

@@ -64,3 +64,12 @@ def test_the_settings_import_neither_scipy_nor_the_verifier():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     unwanted = {m for m in out.split() if m.startswith(("scipy", "arena_verl.verify", "arena_verl.judge"))}
     assert not unwanted, sorted(unwanted)
+
+
+def test_the_flat_module_s_names_still_import_from_the_package():
+    import arena_verl.verify as verify
+    from arena_verl.verify import math_verifier
+
+    assert verify.MathVerifier is math_verifier.MathVerifier and verify.VerifyResult is math_verifier.VerifyResult
+    assert verify.STATUSES == math_verifier.STATUSES and verify.EXTRACTION_MODES == ("boxed", "lenient")
+    assert callable(verify.extract_final_answer) and callable(verify.ground_truth_text)
