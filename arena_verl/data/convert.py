@@ -112,7 +112,9 @@ def splits_of(path: str | Path) -> set:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m arena_verl.data", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     mark = commands.add_parser("mark-split", help="write extra_info.split into a verl parquet file")
     mark.add_argument("path")

@@ -7,12 +7,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["MISSING", "percent", "number", "text_table"]
+__all__ = ["MISSING", "finite_or_none", "percent", "number", "text_table"]
 
 MISSING = "-"
 
 
-def _finite(value: Any) -> float | None:
+def finite_or_none(value: Any) -> float | None:
+    """``value`` as a float, or ``None`` when it is not a finite number."""
     try:
         value = float(value)
     except (TypeError, ValueError):
@@ -22,7 +23,7 @@ def _finite(value: Any) -> float | None:
 
 def percent(value: Any, digits: int = 1, sign: str = "%") -> str:
     """A fraction as a percent (``0.125`` -> ``12.5%``); ``-`` for ``None``, NaN or infinity."""
-    value = _finite(value)
+    value = finite_or_none(value)
     return MISSING if value is None else f"{100 * value:.{digits}f}{sign}"
 
 
@@ -32,7 +33,7 @@ def number(value: Any, digits: int = 3) -> str:
         return str(value)
     if isinstance(value, int):
         return str(value)
-    value = _finite(value)
+    value = finite_or_none(value)
     return MISSING if value is None else f"{value:.{digits}f}"
 
 

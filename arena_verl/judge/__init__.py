@@ -8,7 +8,7 @@ The names below load on first use (PEP 562), so that importing one light module 
 the verdict parser) does not import the backends' dependencies.
 """
 
-import importlib
+from arena_verl.core.lazy import lazy_exports
 
 _EXPORTS = {
     "Judge": "arena_verl.judge.base",
@@ -26,13 +26,4 @@ _EXPORTS = {
 __all__ = list(_EXPORTS)
 
 
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)

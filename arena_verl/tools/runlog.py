@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
 from arena_verl.data.metrics_log import summarise
-from arena_verl.evaluation.tables import text_table
+from arena_verl.evaluation.tables import finite_or_none, text_table
 
 __all__ = ["COLUMNS", "step_rows", "run_means", "format_table"]
 
@@ -58,7 +57,7 @@ def step_rows(path: Path) -> list[dict[str, float | None]]:
     for metrics in files:
         for step in summarise(metrics, rc=0, wall_s=0.0)["steps"]:
             steps[int(step["training/global_step"])] = step
-    return [{column: _number(steps[s].get(key)) for column, key in COLUMNS} for s in sorted(steps)]
+    return [{column: finite_or_none(steps[s].get(key)) for column, key in COLUMNS} for s in sorted(steps)]
 
 
 def run_means(rows: list[dict[str, float | None]]) -> dict[str, float | None]:
@@ -74,14 +73,6 @@ def run_means(rows: list[dict[str, float | None]]) -> dict[str, float | None]:
 
 def format_table(header: list[str], rows: list[list[Any]]) -> str:
     return text_table(header, [[_cell(v) for v in row] for row in rows], align="right", rule=False)
-
-
-def _number(value: Any) -> float | None:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
 
 
 def _cell(value: Any) -> str:
