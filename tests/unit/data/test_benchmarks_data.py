@@ -7,15 +7,14 @@ import subprocess
 import sys
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
 from arena_verl.data.benchmarks import PRESETS, DataError, Options, gpqa_choices, prepare
 from arena_verl.data.convert import MATH_SUFFIX
-from helpers import paths
 
-ROOT = paths.REPO
 DAPO_PREFIX = (
     "Solve the following math problem step by step. The last line of your response should be of the form "
     "Answer: $Answer (without quotes) where $Answer is the answer to the problem.\n\n"
@@ -351,10 +350,19 @@ def test_gpqa_row_whose_correct_answer_is_a_distractor(tmp_path):
         prepare("gpqa_diamond", [source], tmp_path / "out.parquet")
 
 
-def test_cli_lists_presets_and_exits_2_with_one_line(tmp_path, inputs):
+def test_cli_lists_presets_and_exits_2_with_one_line(tmp_path, inputs, capsys):
+    """arena_verl.tools.prepare.main in this process; scripts/data/prepare.py as a process is checked in
+    tests/integration/test_tool_scripts.py."""
+    from arena_verl.tools.prepare import main
+
     def cli(*args):
-        return subprocess.run([sys.executable, "scripts/data/prepare.py", *map(str, args)], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+        capsys.readouterr()  # only this call's output
+        try:
+            returncode = main([str(arg) for arg in args])
+        except SystemExit as exc:  # argparse's usage errors
+            returncode = exc.code
+        printed = capsys.readouterr()
+        return SimpleNamespace(returncode=returncode, stdout=printed.out, stderr=printed.err)
 
     listed = cli("list")
     assert listed.returncode == 0

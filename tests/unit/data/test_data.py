@@ -1,12 +1,9 @@
 """mark-split writes extra_info.split into verl parquet files, keeping what was there; has-split reads it."""
 
-import subprocess
-import sys
-
 import pandas as pd
 import pytest
 
-from arena_verl.data.convert import mark_split
+from arena_verl.data.convert import main, mark_split
 
 
 def test_mark_split_keeps_other_fields(tmp_path):
@@ -22,14 +19,13 @@ def test_mark_split_keeps_other_fields(tmp_path):
     assert list(frame.prompt) == ["a", "b"]
 
 
-def test_cli_and_a_file_without_extra_info(tmp_path):
+def test_cli_and_a_file_without_extra_info(tmp_path, capsys):
+    """In this process; ``python -m arena_verl.data mark-split`` as a process is in tests/integration."""
     source, target = tmp_path / "in.parquet", tmp_path / "out.parquet"
     pd.DataFrame({"data_source": ["x"]}).to_parquet(source)
-    out = subprocess.run(
-        [sys.executable, "-m", "arena_verl.data", "mark-split", str(source), "--split", "val", "--output", str(target)],
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
+    assert main(["mark-split", str(source), "--split", "val", "--output", str(target)]) == 0
+    printed = capsys.readouterr()
+    assert printed.err == "" and printed.out == f"1 rows marked split='val' -> {target}\n"
     assert pd.read_parquet(target).extra_info[0] == {"split": "val"}
     assert "extra_info" not in pd.read_parquet(source).columns
 
@@ -42,8 +38,6 @@ def test_a_non_mapping_extra_info_is_an_error(tmp_path):
 
 
 def test_has_split_exit_status_in_process(tmp_path, capsys):
-    from arena_verl.data.convert import main
-
     path = tmp_path / "val.parquet"
     pd.DataFrame({"extra_info": [{"split": "test"}, {"split": "val"}]}).to_parquet(path)
     assert main(["has-split", str(path), "test", "val"]) == 0

@@ -28,11 +28,9 @@ from arena_verl.data.dumps import (
 )
 from arena_verl.evaluation.report import Scorer, ScoringOptions, StepReport, benchmark_kind, evaluate, render_table
 from arena_verl.testing.toy import build_toy_tokenizer
-from helpers import paths
+from arena_verl.tools.evaluate import main as evaluate_main
 from helpers.verl_dumps import dump_with_verl, send_json, write_verl_parquet
 
-REPO = paths.REPO
-SCRIPT = REPO / "scripts" / "eval" / "evaluate.py"
 # Special tokens around every turn, as real templates have: the dump's input is decoded without them.
 CHAT_TEMPLATE = (
     "<eos>system: Reason step by step.<eos>"
@@ -416,16 +414,26 @@ def test_steps_latest_all_and_one(v1_run):
 
 
 # ---------------------------------------------------------------------------------------------------- the CLI
+# In this process: scripts/eval/evaluate.py as a real process is checked in tests/integration/test_tool_scripts.py.
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=120)
+def run_cli(capsys, *args: str) -> SimpleNamespace:
+    """``arena_verl.tools.evaluate.main(args)``: its exit status (argparse's SystemExit included) and what it
+    printed, as returncode, stdout and stderr."""
+    capsys.readouterr()  # only this call's output
+    try:
+        returncode = evaluate_main(list(args))
+    except SystemExit as exc:  # argparse's usage errors
+        returncode = exc.code
+    printed = capsys.readouterr()
+    return SimpleNamespace(returncode=returncode, stdout=printed.out, stderr=printed.err)
 
 
-def test_cli_writes_the_table_and_json(v1_run, tmp_path):
+def test_cli_writes_the_table_and_json(v1_run, tmp_path, capsys):
     out = tmp_path / "report.json"
     data = [str(path) for path in v1_run.data]
-    done = run_cli("--dumps", str(v1_run.dumps), "--data", *data, "--step", "all", "--k", "1", "--json", str(out))
+    args = ["--dumps", str(v1_run.dumps), "--data", *data, "--step", "all", "--k", "1", "--json", str(out)]
+    done = run_cli(capsys, *args)
     assert done.returncode == 0, done.stderr
     assert "gpqa_diamond" in done.stdout and "needs --sandbox-url" in done.stdout
     report = json.loads(out.read_text())
@@ -436,13 +444,14 @@ def test_cli_writes_the_table_and_json(v1_run, tmp_path):
     assert benchmarks["livecodebench"]["avg_pass_ratio"] is None
 
 
-def test_cli_exit_codes(v1_run, tmp_path):
-    unmatched = run_cli("--dumps", str(v1_run.dumps), "--data", str(v1_run.data[1]))  # the math rows are missing
+def test_cli_exit_codes(v1_run, tmp_path, capsys):
+    # The math rows are missing from this --data.
+    unmatched = run_cli(capsys, "--dumps", str(v1_run.dumps), "--data", str(v1_run.data[1]))
     assert unmatched.returncode == 2 and "match no row of --data" in unmatched.stderr
     assert unmatched.stderr.count("\n") == 1 and "Traceback" not in unmatched.stderr
-    assert run_cli("--dumps", str(tmp_path / "nowhere")).returncode == 2
-    assert run_cli("--dumps", str(v1_run.dumps), "--k", "0").returncode == 2
-    no_data = run_cli("--dumps", str(v1_run.dumps))
+    assert run_cli(capsys, "--dumps", str(tmp_path / "nowhere")).returncode == 2
+    assert run_cli(capsys, "--dumps", str(v1_run.dumps), "--k", "0").returncode == 2
+    no_data = run_cli(capsys, "--dumps", str(v1_run.dumps))
     assert no_data.returncode == 2 and "--data" in no_data.stderr
 
 

@@ -1,18 +1,12 @@
 """``arena-verl score``: only non-diverse groups are judged, with the schedule's call count; the score file survives
-a SIGKILL (resume: no group lost or repeated, earlier lines untouched) and a torn last line; the report and the
-comparison of two files. Every judge here is the SIMULATED one."""
+a torn last line; the report and the comparison of two files. Every judge here is the SIMULATED one. The dumps come
+from helpers.score_dumps; resuming after a SIGKILL needs a process: tests/integration/test_tool_scripts.py."""
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -21,67 +15,13 @@ import pytest
 
 from arena_verl.core.tournament import live_call_count, round_robin_call_count
 from arena_verl.tools.score import ScoreFile, compare_runs, main, read_score_file
-from helpers import paths
+from helpers.score_dumps import PATTERNS, N, keys_of, non_diverse_keys, score, uuid, write_dump
 from helpers.verl_dumps import send_json
-
-REPO = paths.REPO
-N = 4
-# Per step, the correctness of each prompt's N samples: the non-diverse prompts are the all-equal ones.
-PATTERNS = {
-    3: [[1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 1, 1], [0, 0, 0, 0], [1, 1, 1, 1], [0, 1, 0, 0]],
-    4: [[1, 1, 1, 1], [0, 0, 0, 0], [0, 0, 1, 0], [0, 0, 0, 0], [1, 1, 1, 1], [1, 1, 1, 1]],
-}
-
-
-def uuid(step: int, prompt: int) -> str:
-    return f"5f0a7c3b-{step:04d}-4b7a-9d1e-{prompt:012d}"
-
-
-def write_dump(folder: Path, patterns: dict[int, list[list[int]]]) -> Path:
-    """Rollout dump files in the layout of verl's V1 ``_write_generations`` (pinned against verl's own writer in
-    test_evaluation): ``input``, ``output``, ``gts``, ``score``, ``step``, the reward extra info and ``uid``."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for step, prompts in patterns.items():
-        lines = []
-        for prompt, correct in enumerate(prompts):
-            truth = 7 * prompt + step
-            for session, ok in enumerate(correct):
-                answer = truth if ok else truth + 1 + session
-                lines.append(
-                    {
-                        "input": f"system: Reason step by step.\nuser: What is {truth - 2} + 2?\nassistant:",
-                        "output": f"Attempt {session}: {truth - 2} plus 2 ... so the answer is \\boxed{{{answer}}}.",
-                        "gts": str(truth),
-                        "score": float(ok),
-                        "step": step,
-                        "acc": float(ok),
-                        "uid": f"{uuid(step, prompt)}_{session}_0",
-                    }
-                )
-        (folder / f"{step}.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return folder
-
-
-def non_diverse_keys(patterns: dict[int, list[list[int]]]) -> set[tuple[int, str]]:
-    return {
-        (step, f"uid {uuid(step, prompt)}")
-        for step, prompts in patterns.items()
-        for prompt, correct in enumerate(prompts)
-        if len(set(correct)) == 1
-    }
 
 
 @pytest.fixture(scope="module")
 def dump(tmp_path_factory) -> Path:
     return write_dump(tmp_path_factory.mktemp("rollouts") / "rollout_data", PATTERNS)
-
-
-def score(dump: Path, out: Path, *extra: str, judge: str = "simulated") -> int:
-    return main([str(dump), "--judge", judge, "--out", str(out), "--workers", "1", *extra])
-
-
-def keys_of(lines: list[dict]) -> list[tuple[int, str]]:
-    return [(line["step"], line["group"]) for line in lines]
 
 
 # ------------------------------------------------------------------------------------------------ judging
@@ -219,36 +159,6 @@ def test_a_model_judge_behind_an_openai_endpoint_is_called_as_the_referee_calls_
 
 
 # ------------------------------------------------------------------------------------------------- resuming
-
-
-def test_score_resumes_after_sigkill_without_losing_or_repeating_a_group(dump, tmp_path):
-    out = tmp_path / "killed.jsonl"
-    log = (tmp_path / "killed.log").open("w")
-    command = [sys.executable, "-m", "arena_verl.tools.score", str(dump), "--judge", "simulated?latency=0.3"]
-    command += ["--concurrency", "1", "--workers", "1", "--out", str(out)]
-    # Its own session, so the kill reaches the run and its verifier processes, nothing else.
-    run = subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while (not out.exists() or out.read_bytes().count(b"\n") < 2) and run.poll() is None:
-            assert time.monotonic() < deadline, "no score lines written"
-            time.sleep(0.02)
-    finally:
-        with contextlib.suppress(ProcessLookupError):  # already gone: the return code below says why
-            os.killpg(run.pid, signal.SIGKILL)
-        run.wait()
-        log.close()
-    assert run.returncode == -signal.SIGKILL, (tmp_path / "killed.log").read_text()
-    before = out.read_bytes()
-    complete = before[: before.rfind(b"\n") + 1]
-    assert 2 <= complete.count(b"\n") < len(non_diverse_keys(PATTERNS))
-
-    assert score(dump, out) == 0  # the same judge, without the latency (not part of its identity)
-    after = out.read_bytes()
-    assert after.startswith(complete)
-    keys = keys_of(read_score_file(out))
-    assert len(keys) == len(set(keys))
-    assert set(keys) == non_diverse_keys(PATTERNS)
 
 
 def test_a_torn_last_line_is_dropped_and_its_group_scored_again(dump, tmp_path, capsys):
