@@ -23,7 +23,7 @@ import argparse
 import importlib
 import sys
 
-from arena_verl.core.errors import EXIT_BAD_INPUT, InputError
+from arena_verl.tools.errors import guarded
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -56,11 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.run(args) or 0)
-    except InputError as exc:  # the commands' own bad-input type: one line, exit 2
-        print(f"arena-verl {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    return guarded(args.run, args)  # bad input: one "error:" line, exit 2
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ def test_bad_input_from_any_command_is_one_line_and_exit_2(monkeypatch, capsys):
     monkeypatch.setattr(runlog, "run", refuse)
     assert cli.main(["runlog", "some/run"]) == 2
     err = capsys.readouterr().err
-    assert err == "arena-verl runlog: error: some/run: line 3 is not JSON\n"
+    assert err == "error: some/run: line 3 is not JSON\n"
 
 
 def test_the_tools_run_through_the_one_command(tmp_path, capsys):
