@@ -10,7 +10,13 @@ verl 0.9.1 does not tell a reward manager which samples are validation samples, 
 
 ``convert`` reads the file with the question/answer reader the benchmark presets use (:mod:`arena_verl.data.qa`):
 answers are kept exactly as written (``"033"``, ``0.50``, a 30-digit integer) and a row without a question or an
-answer is refused. Bad input to ``convert`` ends with one line on stderr and exit status 2.
+answer is refused.
+
+Bad input to any of them (a missing, unreadable or non-parquet file, a directory given as a file, a missing column, an
+empty question, an ``extra_info`` that is not a mapping, ``--rows`` outside 1..MAX_ROWS, an empty ``--split``, an
+unwritable output) ends with one ``error:`` line on stderr and exit status 2, never a traceback; has-split also
+exits 1 (a split outside SPLITS). Every parquet file is written atomically: a failed write leaves the old file or
+none.
 """
 
 from __future__ import annotations
@@ -19,31 +25,49 @@ import argparse
 import sys
 from pathlib import Path
 
-from arena_verl.core.errors import EXIT_BAD_INPUT, InputError
-from arena_verl.data.qa import DataError, question_answers, read_rows
-from arena_verl.data.verl_layout import MATH_SUFFIX, verl_row, write_parquet
+from arena_verl.core.errors import InputError, guarded
+from arena_verl.data.qa import DataError, is_missing, question_answers, read_parquet, read_rows
+from arena_verl.data.verl_layout import MATH_SUFFIX, label, verl_row, write_frame, write_parquet
 
-__all__ = ["MATH_SUFFIX", "mark_split", "make_arithmetic", "splits_of", "convert_qa", "main"]
+__all__ = [
+    "MATH_SUFFIX",
+    "MAX_ROWS",
+    "build_parser",
+    "configure_parser",
+    "convert_qa",
+    "main",
+    "make_arithmetic",
+    "mark_split",
+    "run",
+    "splits_of",
+]
+
+MAX_ROWS = 1_000_000  # make-arithmetic: a toy data set; more is a typo (or an attack on the disk), refused
+
+
+def _extra_infos(frame, path) -> list[dict | None]:
+    """Each row's extra_info as a dict, or None where the row has none (null, NaN); anything else is a DataError
+    naming the file and row."""
+    if "extra_info" not in frame.columns:
+        return [None] * len(frame)
+    infos = []
+    for number, info in enumerate(frame["extra_info"]):
+        if is_missing(info):
+            info = None
+        elif not isinstance(info, dict):
+            kind = type(info).__name__
+            raise DataError(f"{path}: row {number}: extra_info must be a mapping (or nothing), got {kind}")
+        infos.append(info)
+    return infos
 
 
 def mark_split(path: str | Path, split: str, output: str | Path | None = None) -> int:
     """Set ``extra_info["split"] = split`` on every row (other extra_info keys are kept); returns the row count.
-    Writes ``output`` (default: in place)."""
-    import pandas as pd
-
-    frame = pd.read_parquet(path)
-    if "extra_info" not in frame.columns:
-        frame["extra_info"] = [{} for _ in range(len(frame))]
-
-    def marked(info):
-        if info is None or (isinstance(info, float) and info != info):  # missing or NaN
-            info = {}
-        if not isinstance(info, dict):
-            raise ValueError(f"extra_info must be a mapping, got {type(info).__name__}")
-        return {**info, "split": split}
-
-    frame["extra_info"] = [marked(info) for info in frame["extra_info"]]
-    frame.to_parquet(output or path)
+    Writes ``output`` (default: in place), atomically. A row whose extra_info is not a mapping is a DataError."""
+    split = label(split, "--split")
+    frame = read_parquet(path)
+    frame["extra_info"] = [{**(info or {}), "split": split} for info in _extra_infos(frame, path)]
+    write_frame(frame, output or path, what="--output" if output else "mark-split")
     return len(frame)
 
 
@@ -52,11 +76,15 @@ def make_arithmetic(
 ) -> int:
     """``rows`` problems "What is a + b?" (or a - b, a * b) in verl's parquet layout: ``prompt`` (chat messages),
     ``data_source`` (matched by the arena's math verifier), ``ability``, ``reward_model.ground_truth`` and
-    ``extra_info.split/index``. Returns the row count."""
+    ``extra_info.split/index``. ``rows`` is 1..MAX_ROWS and ``seed`` >= 0 (else an InputError). Returns the row
+    count."""
     import numpy as np
 
-    if rows < 1:
-        raise ValueError(f"rows must be >= 1, got {rows}")
+    if isinstance(rows, bool) or not isinstance(rows, int) or not 1 <= rows <= MAX_ROWS:
+        raise InputError(f"--rows must be between 1 and {MAX_ROWS}, got {rows}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"--seed must be a whole number >= 0, got {seed}")
+    split, data_source = label(split, "--split"), label(data_source, "data_source")
     rng = np.random.default_rng(seed)
     records = []
     for index in range(rows):
@@ -65,7 +93,7 @@ def make_arithmetic(
         answer = {"+": a + b, "-": a - b, "*": a * b}[op]
         question = f"What is {a} {op} {b}? Put the final answer in \\boxed{{}}."
         records.append(verl_row(data_source, question, str(answer), split, index))
-    write_parquet(records, path)
+    write_parquet(records, path, what="make-arithmetic")
     return rows
 
 
@@ -86,6 +114,7 @@ def convert_qa(
     ``extra_info.split/index``. The file is read by :mod:`arena_verl.data.qa`, as the benchmark presets read theirs:
     a row without a question or an answer (missing, null, empty), or whose answer is a boolean, a list or an object,
     is a :class:`~arena_verl.data.qa.DataError` naming the file and row. Returns the row count."""
+    data_source, split = label(data_source, "--data-source"), label(split, "--split")
     rows = read_rows(source)
     if not rows:
         raise DataError(f"{source}: no rows")
@@ -93,7 +122,7 @@ def convert_qa(
     for index, pair in enumerate(question_answers(rows, question_key, answer_key)):
         content = f"{pair.question}\n\n{suffix}" if suffix else pair.question
         records.append(verl_row(data_source, content, pair.answer, split, index, ability))
-    write_parquet(records, output)
+    write_parquet(records, output, what="--output")
     return len(records)
 
 
@@ -102,19 +131,22 @@ _verl_row, _write = verl_row, write_parquet
 
 
 def splits_of(path: str | Path) -> set:
-    """The set of ``extra_info.split`` values in a verl parquet file (None for rows without one)."""
-    import pandas as pd
-
-    frame = pd.read_parquet(path, columns=None)
-    if "extra_info" not in frame.columns:
-        return {None}
-    return {info.get("split") if isinstance(info, dict) else None for info in frame["extra_info"]}
+    """The set of ``extra_info.split`` values in a verl parquet file (None for rows without one). A file that
+    cannot be read, or a row whose extra_info is not a mapping, is a DataError."""
+    frame = read_parquet(path)
+    return {info.get("split") if info else None for info in _extra_infos(frame, path)}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m arena_verl.data", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    configure_parser(parser)
+    return parser
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """The four subcommands on ``parser`` (``run`` executes them)."""
     commands = parser.add_subparsers(dest="command", required=True)
     mark = commands.add_parser("mark-split", help="write extra_info.split into a verl parquet file")
     mark.add_argument("path")
@@ -124,9 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     mark.add_argument("--output", default=None, help="default: rewrite PATH")
     make = commands.add_parser("make-arithmetic", help="write a small arithmetic data set with ground truths")
     make.add_argument("path")
-    make.add_argument("--rows", type=int, default=64)
+    make.add_argument("--rows", type=int, default=64, help=f"1..{MAX_ROWS}")
     make.add_argument("--split", default="train")
-    make.add_argument("--seed", type=int, default=0)
+    make.add_argument("--seed", type=int, default=0, help=">= 0")
     conv = commands.add_parser(
         "convert", help="a local question/answer file (parquet/jsonl/json/csv) as verl parquet, answers as written"
     )
@@ -142,10 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("path")
     check.add_argument("splits", nargs="+")
-    return parser
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """One subcommand; bad input raises InputError (``main`` turns it into one line and exit 2)."""
     if args.command == "mark-split":
         rows = mark_split(args.path, args.split, args.output)
         print(f"{rows} rows marked split={args.split!r} -> {args.output or args.path}")
@@ -153,38 +185,29 @@ def _run(args: argparse.Namespace) -> int:
         rows = make_arithmetic(args.path, args.rows, args.split, args.seed)
         print(f"{rows} arithmetic problems (split={args.split!r}) -> {args.path}")
     elif args.command == "convert":
-        try:
-            rows = convert_qa(
-                args.path,
-                args.output,
-                data_source=args.data_source,
-                split=args.split,
-                question_key=args.question_key,
-                answer_key=args.answer_key,
-                suffix=args.suffix,
-            )
-        except OSError as exc:  # the input cannot be read or the output cannot be written
-            raise InputError(str(exc)) from None
+        rows = convert_qa(
+            args.path,
+            args.output,
+            data_source=args.data_source,
+            split=args.split,
+            question_key=args.question_key,
+            answer_key=args.answer_key,
+            suffix=args.suffix,
+        )
         print(f"{rows} rows ({args.data_source}, split={args.split!r}) -> {args.output}")
     else:
         # 1 means "a split outside SPLITS" only: a file that cannot be read is 2, never taken for "mark a copy".
         try:
             found = splits_of(args.path)
-        except Exception as exc:  # noqa: BLE001  (one readable line for any unreadable input)
-            print(f"error: cannot read the splits of {args.path}: {exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+        except DataError as exc:
+            raise DataError(f"cannot read the splits of {exc}") from None
         return 0 if found <= set(args.splits) else 1
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """The exit status: 0 done, 2 bad input (one line on stderr, no traceback); has-split also 1."""
-    args = build_parser().parse_args(argv)
-    try:
-        return _run(args)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    return guarded(run, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":

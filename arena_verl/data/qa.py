@@ -8,7 +8,9 @@ The rules:
   ``"0.50"`` and a 30-digit answer stays exact, where pandas' type guessing would turn ``"033"`` into ``33.0``;
 - an answer is text or a number, kept as written (strings are only stripped of surrounding white space); a missing,
   null, NaN or empty answer is refused, and so are booleans, lists and objects;
-- a question is text (a bare number is refused); missing or empty is refused.
+- a question is text (a bare number is refused); missing or empty is refused;
+- an input that is not a regular file (missing, a directory, a dangling link), cannot be read, is not the format
+  its extension says, or is JSON nested more deeply than Python's parser can follow is refused as a whole.
 
 Every refusal is a :class:`DataError` (an :class:`arena_verl.core.errors.InputError`) naming the file, the row and
 the column, which the commands print as one line and exit 2.
@@ -40,7 +42,9 @@ __all__ = [
     "names",
     "pick_column",
     "question_answers",
+    "read_parquet",
     "read_rows",
+    "regular_file",
     "require_columns",
     "row_answer",
     "row_text",
@@ -98,22 +102,50 @@ class QuestionAnswer:
 # --- files -> rows ---------------------------------------------------------------------------------------------------
 
 
+def regular_file(path: str | Path, what: str = "") -> Path:
+    """``path`` if it is a regular file (a link to one is fine), else a DataError saying what it is instead."""
+    path = Path(path)
+    label = f"{what} {path}" if what else str(path)
+    try:
+        if path.is_file():
+            return path
+        is_dir, is_link = path.is_dir(), path.is_symlink()
+    except OSError as exc:  # a name too long, a link loop on some systems
+        raise DataError(f"{label}: cannot be read ({exc.strerror or exc})") from None
+    if is_dir:
+        raise DataError(f"{label}: is a directory, expected a file")
+    if is_link:
+        raise DataError(f"{label}: a broken or looping symbolic link")
+    if path.exists():
+        raise DataError(f"{label}: not a regular file")
+    raise DataError(f"{label}: no such file")
+
+
+def read_parquet(path: str | Path, what: str = ""):
+    """A parquet file as a pandas DataFrame; a missing, unreadable or non-parquet file is a DataError naming it."""
+    import pandas as pd
+
+    path = regular_file(path, what)
+    label = f"{what} {path}" if what else str(path)
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001  (pyarrow and pandas raise many kinds for a broken file)
+        raise DataError(f"{label}: unreadable parquet file ({type(exc).__name__}: {exc})") from None
+
+
 def read_rows(path: str | Path) -> list[Row]:
     """The rows of a local parquet, jsonl, json (a list of objects) or csv file."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: no such file")
+    path = regular_file(path)
     suffix = path.suffix.lower()
-    if suffix in (".parquet", ".csv"):
+    if suffix == ".parquet":
+        records = read_parquet(path).to_dict("records")
+    elif suffix == ".csv":
         import pandas as pd
 
-        try:
-            if suffix == ".parquet":
-                frame = pd.read_parquet(path)
-            else:  # every cell as text, empty cells as "": answers such as "033" stay as written
-                frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        except Exception as exc:  # noqa: BLE001  (pyarrow and pandas raise many kinds for a broken file)
-            raise DataError(f"{path}: unreadable {suffix[1:]} file ({type(exc).__name__}: {exc})") from None
+        try:  # every cell as text, empty cells as "": answers such as "033" stay as written
+            frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        except Exception as exc:  # noqa: BLE001  (pandas raises many kinds for a broken file)
+            raise DataError(f"{path}: unreadable csv file ({type(exc).__name__}: {exc})") from None
         records = frame.to_dict("records")
     elif suffix == ".jsonl":
         records = [_json_object(line, path, number) for number, line in enumerate(_lines(path)) if line.strip()]
@@ -129,6 +161,8 @@ def _lines(path: Path) -> list[str]:
         return path.read_text(encoding="utf-8").splitlines()
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: not UTF-8 text ({exc})") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 def _json_object(line: str, path: Path, number: int) -> dict:
@@ -136,6 +170,8 @@ def _json_object(line: str, path: Path, number: int) -> dict:
         value = load_json(line)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: line {number + 1} is not JSON ({exc.msg})") from None
+    except RecursionError:
+        raise DataError(f"{path}: line {number + 1} is JSON nested too deeply to read") from None
     if not isinstance(value, dict):
         raise DataError(f"{path}: line {number + 1} is not a JSON object")
     return value
@@ -146,6 +182,8 @@ def _json_list(path: Path) -> list[dict]:
         value = load_json("\n".join(_lines(path)))
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise DataError(f"{path}: JSON nested too deeply to read") from None
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise DataError(f"{path}: expected a JSON list of objects (use .jsonl for one object per line)")
     return value

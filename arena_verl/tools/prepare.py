@@ -16,8 +16,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from arena_verl.core.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from arena_verl.core.errors import EXIT_OK
 from arena_verl.data.benchmarks import PRESETS, Options, prepare
+from arena_verl.tools.errors import guarded
 
 __all__ = ["configure_parser", "main", "run"]
 
@@ -55,7 +56,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--question-key", default=None, help="the question column (default: a common name)")
     parser.add_argument("--answer-key", default=None, help="the answer column (default: a common name)")
     parser.add_argument("--data-source", default=None, help="override the preset's data_source")
-    parser.add_argument("--since", default=None, help="livecodebench_v6: keep contest_date >= this (YYYY-MM-DD)")
+    parser.add_argument(
+        "--since", default=None, help="livecodebench_v6: keep contest_date >= this (a date or ISO timestamp, in UTC)"
+    )
     parser.add_argument("--public-tests-only", action="store_true", help="livecodebench_v6: skip private tests")
     parser.add_argument("--reprompt", action="store_true", help="train_mix: rebuild verl-layout prompts (boxed)")
     parser.add_argument("--keep-duplicates", action="store_true", help="keep rows repeating a prompt and answer")
@@ -67,7 +70,8 @@ def list_presets() -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """0: the file was written (or the presets listed); 2: bad input, one line on stderr."""
+    """0: the file was written (or the presets listed); bad input raises InputError (``guarded`` prints it as one
+    line on stderr, exit 2: ``main`` here, the ``arena-verl`` command for ``arena-verl prepare``)."""
     if args.preset == LIST:
         list_presets()
         return EXIT_OK
@@ -76,11 +80,7 @@ def run(args: argparse.Namespace) -> int:
         data_source=args.data_source, since=args.since, public_tests_only=args.public_tests_only,
         reprompt=args.reprompt,
     )  # fmt: skip
-    try:
-        report = prepare(args.preset, args.inputs, args.output, options, args.limit, args.keep_duplicates)
-    except (InputError, OSError) as exc:  # OSError: the output cannot be written
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    report = prepare(args.preset, args.inputs, args.output, options, args.limit, args.keep_duplicates)
     notes = list(report.notes)
     if report.dropped_duplicates:
         notes.append(f"{report.dropped_duplicates} repeated rows dropped")
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     configure_parser(parser)
-    return run(parser.parse_args(argv))
+    return guarded(run, parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,16 @@ import dataclasses
 import re
 
 from arena_verl.data.benchmarks.preset import Options, Preset, with_provenance
-from arena_verl.data.qa import DataError, Row, answer_value, as_list, columns_of, is_missing, question_answers
+from arena_verl.data.qa import (
+    DataError,
+    Row,
+    answer_value,
+    as_list,
+    columns_of,
+    is_missing,
+    question_answers,
+    text_value,
+)
 from arena_verl.data.verl_layout import MATH_SUFFIX, verl_row
 
 __all__ = ["MATH_COLUMNS", "build_math_benchmark", "build_train_mix"]
@@ -27,11 +36,13 @@ def _in_verl_layout(columns: list[str]) -> bool:
 
 def _verl_messages(row: Row) -> list[dict]:
     messages = as_list(row.values.get("prompt"))
-    if not messages or not all(isinstance(m, dict) and isinstance(m.get("content"), str) for m in messages):
-        raise DataError(f"{row.where}: 'prompt' must be a non-empty list of chat messages with text content")
+    if not messages or not all(
+        isinstance(m, dict) and isinstance(m.get("content"), str) and isinstance(m.get("role"), str) for m in messages
+    ):
+        raise DataError(f"{row.where}: 'prompt' must be a non-empty list of chat messages with text role and content")
     if not any(m.get("role") == "user" and m["content"].strip() for m in messages):
         raise DataError(f"{row.where}: 'prompt' has no user message")
-    return [{"role": str(m.get("role")), "content": str(m["content"])} for m in messages]
+    return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
 
 
 def _verl_problem(row: Row) -> str:
@@ -81,8 +92,10 @@ def build_train_mix(preset: Preset, rows: list[Row], options: Options) -> list[d
         data_source = options.data_source or row.values.get("data_source")
         if is_missing(data_source):
             raise DataError(f"{row.where}: no data_source (pass --data-source)")
+        data_source = text_value(data_source, f"{row.where}: 'data_source'")
         ability = row.values.get("ability")
-        record = verl_row(str(data_source), "", _verl_ground_truth(row), split, 0, str(ability or preset.ability))
+        ability = preset.ability if is_missing(ability) else text_value(ability, f"{row.where}: 'ability'")
+        record = verl_row(data_source, "", _verl_ground_truth(row), split, 0, ability)
         record["prompt"] = _verl_messages(row)
         extra = row.values.get("extra_info")
         if isinstance(extra, dict) and not is_missing(extra.get("index")):

@@ -12,7 +12,7 @@ from arena_verl.data.benchmarks.livecodebench import LCB_COLUMNS, build_livecode
 from arena_verl.data.benchmarks.math_presets import MATH_COLUMNS, build_math_benchmark, build_train_mix
 from arena_verl.data.benchmarks.preset import Options, Preset, Report
 from arena_verl.data.qa import DataError, names, read_rows
-from arena_verl.data.verl_layout import write_parquet
+from arena_verl.data.verl_layout import label, write_parquet
 
 __all__ = ["DEFAULT_OPTIONS", "PRESETS", "prepare"]
 
@@ -71,16 +71,23 @@ def prepare(
     keep_duplicates: bool = False,
 ) -> Report:
     """Convert local ``inputs`` (rows taken in order, file after file) with preset ``preset_name`` and write the
-    verl parquet file ``output``. Raises DataError (naming the file, row and column) for unusable input."""
+    verl parquet file ``output`` (atomically). Raises DataError (naming the file, row and column) for unusable input,
+    an InputError for bad options (``limit`` < 1, an empty or padded ``--split``/``--data-source``) or an output that
+    cannot be written. Only LiveCodeBench rows before ``--since`` and repeated rows are left out, both counted in
+    the Report."""
     if preset_name not in PRESETS:
         raise DataError(f"unknown preset {preset_name!r} (presets: {', '.join(PRESETS)})")
     preset = PRESETS[preset_name]
     if Path(output).suffix != ".parquet":
         raise DataError(f"{output}: the output must be a .parquet file")
-    if limit is not None and limit < 1:
-        raise DataError(f"--limit must be >= 1, got {limit}")
-    if options.split is not None and not options.split.strip():
-        raise DataError("--split must not be empty")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise DataError(f"--limit must be a whole number >= 1, got {limit}")
+    if options.split is not None:
+        label(options.split, "--split")
+    if options.data_source is not None:
+        label(options.data_source, "--data-source")
+    if not inputs:
+        raise DataError("no input files")
     rows = [row for path in inputs for row in read_rows(path)]
     if not rows:
         raise DataError(f"{names(inputs)}: no rows")
@@ -101,7 +108,7 @@ def prepare(
         report.notes.append(
             f"verl's sandbox wrapper calls its own {', '.join(clashes)} instead of the solution's method"
         )
-    write_parquet(records, output)
+    write_parquet(records, output, what="--output")
     report.rows = len(records)
     report.data_source = records[0]["data_source"]
     return report
