@@ -3,49 +3,132 @@
 
     {"rc": int, "steps_completed": int, "wall_s": float,
      "steps": [{every metric logged at that training step, under verl's names, arena/* included}, ...],
-     "val": {the last validation's metrics}, "val_history": [{"step": int, metrics...}, ...]}
+     "val": {the last validation's metrics}, "val_history": [{"step": int, metrics...}, ...],
+     "records_skipped": int, "records_skipped_by_reason": {reason: lines}, "metrics_error": str | null}
+
+Input contract of the reader (:func:`scan_records`): a line that is not a usable record is skipped and counted by
+reason, never a traceback: ``not UTF-8``, ``not JSON`` (a torn last line of a killed run included, and JSON nested
+too deeply or with an integer too long to read), ``not a record`` (not an object with a ``data`` object) and
+``bad step`` (a ``step`` or ``training/global_step`` that is not a whole number 0 <= step < 2**53: null, infinite,
+negative, 2.5, a string, true). Blank lines are no records. A missing file holds no record; a file that exists but
+cannot be read (a folder, a dangling symlink, no permission) is an :class:`~arena_verl.core.errors.InputError` naming
+it, and in :func:`summarise` (which always returns a summary) the ``metrics_error`` key.
 """
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import json
 import math
 import re
 from pathlib import Path
 from typing import Any
 
-__all__ = ["read_records", "summarise", "one_line"]
+from arena_verl.core.errors import InputError
+
+__all__ = ["SKIP_REASONS", "MetricsScan", "logged_step", "scan_records", "read_records", "summarise", "one_line"]
 
 _VAL_PREFIXES = ("val-", "val/", "validation/")
+STEP_KEY = "training/global_step"
+SKIP_REASONS = ("not UTF-8", "not JSON", "not a record", "bad step")
+MAX_STEP = 2**53  # a step is exact as a float below this
+
+
+@dataclasses.dataclass
+class MetricsScan:
+    """The usable records of a metrics file and the lines skipped, by reason (see the module's contract)."""
+
+    records: list[dict[str, Any]]
+    skipped: collections.Counter
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
+
+
+def logged_step(value: Any) -> int | None:
+    """A logged step as an int: a whole number 0 <= step < 2**53 (``3`` or ``3.0``); anything else (null, NaN,
+    infinite, negative, ``2.5``, a string, a bool, a number no float holds exactly) is None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and 0 <= value < MAX_STEP else None
+
+
+def _reason(raw: bytes) -> tuple[str | None, dict[str, Any] | None]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not UTF-8", None
+    try:
+        record = json.loads(text)
+    except (ValueError, RecursionError):  # JSONDecodeError, an int past Python's digit limit, deep nesting
+        return "not JSON", None
+    if not isinstance(record, dict) or not isinstance(record.get("data"), dict):
+        return "not a record", None
+    if "step" in record and logged_step(record["step"]) is None:
+        return "bad step", None
+    if STEP_KEY in record["data"] and logged_step(record["data"][STEP_KEY]) is None:
+        return "bad step", None
+    return None, record
+
+
+def scan_records(path: Path) -> MetricsScan:
+    """The usable records of ``path`` and the skipped lines by reason; a missing file has none. A file that exists
+    but cannot be read is an :class:`InputError` naming it."""
+    path = Path(path)
+    records: list[dict[str, Any]] = []
+    skipped: collections.Counter = collections.Counter()
+    if not path.exists() and not path.is_symlink():
+        return MetricsScan(records, skipped)
+    try:
+        with open(path, "rb") as handle:
+            for raw in handle:
+                if not raw.strip():
+                    continue
+                reason, record = _reason(raw)
+                if reason is None:
+                    records.append(record)
+                else:
+                    skipped[reason] += 1
+    except OSError as exc:
+        raise InputError(f"metrics file {path}: cannot be read ({exc.strerror or exc})") from None
+    return MetricsScan(records, skipped)
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:
-    """The logged records; a half-written last line (a killed run) is skipped."""
-    records = []
-    if not Path(path).exists():
-        return records
-    for line in Path(path).read_text(errors="replace").splitlines():
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("data"), dict):
-            records.append(record)
-    return records
+    """The logged records; lines that are no usable record (a half-written last line of a killed run) are skipped."""
+    return scan_records(path).records
+
+
+def training_steps(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """``{training step: its metrics, validation left out}``; a step logged twice: the later record wins."""
+    steps: dict[int, dict[str, Any]] = {}
+    for record in records:
+        data = record["data"]
+        if STEP_KEY in data:
+            # Validation that ran at this step is logged with it; it is reported under "val" instead.
+            steps[logged_step(data[STEP_KEY])] = {k: v for k, v in data.items() if not k.startswith(_VAL_PREFIXES)}
+    return steps
 
 
 def summarise(metrics_path: Path, rc: int, wall_s: float) -> dict[str, Any]:
-    steps: dict[int, dict[str, Any]] = {}
+    """The summary of a run; never raises on a bad metrics file (skipped lines are counted, an unreadable file is
+    ``metrics_error``)."""
+    error = None
+    try:
+        scan = scan_records(metrics_path)
+    except InputError as exc:
+        scan, error = MetricsScan([], collections.Counter()), str(exc)
+    steps = training_steps(scan.records)
     val_history = []
-    for record in read_records(metrics_path):
-        data = record["data"]
-        if "training/global_step" in data:
-            step = int(data["training/global_step"])
-            # Validation that ran at this step is logged with it; it is reported under "val" instead.
-            steps[step] = {k: v for k, v in data.items() if not k.startswith(_VAL_PREFIXES)}
-        validation = {k: v for k, v in data.items() if k.startswith(_VAL_PREFIXES)}
+    for record in scan.records:
+        validation = {k: v for k, v in record["data"].items() if k.startswith(_VAL_PREFIXES)}
         if validation:
-            val_history.append({"step": int(record.get("step", -1)), **validation})
+            step = logged_step(record.get("step"))
+            val_history.append({"step": -1 if step is None else step, **validation})
     ordered = [steps[s] for s in sorted(steps)]
     return {
         "rc": int(rc),
@@ -54,11 +137,15 @@ def summarise(metrics_path: Path, rc: int, wall_s: float) -> dict[str, Any]:
         "steps": ordered,
         "val": {k: v for k, v in val_history[-1].items() if k != "step"} if val_history else {},
         "val_history": val_history,
+        "records_skipped": scan.skipped_total,
+        "records_skipped_by_reason": {reason: scan.skipped[reason] for reason in SKIP_REASONS if scan.skipped[reason]},
+        "metrics_error": error,
     }
 
 
 def one_line(summary: dict[str, Any]) -> str:
-    """One line of figures: exit code, steps, time, rewards, arena routing and cost, validation."""
+    """One line of figures: exit code, steps, time, rewards, arena routing and cost, validation; then the metrics
+    records skipped and an unreadable metrics file, when there were any."""
     steps = summary["steps"]
     parts = [f"rc={summary['rc']}", f"steps={summary['steps_completed']}", f"wall={summary['wall_s']:.0f}s"]
     if steps:
@@ -74,13 +161,19 @@ def one_line(summary: dict[str, Any]) -> str:
     scores = {k: v for k, v in val.items() if re.fullmatch(r"val-core/[^/]+/reward/mean@\d+", k)}
     if scores:
         parts.append("val=" + ",".join(f"{k.split('/')[1]}:{_fmt(v)}" for k, v in sorted(scores.items())))
+    if summary.get("records_skipped"):
+        reasons = summary.get("records_skipped_by_reason") or {}
+        detail = ",".join(f"{reason.replace(' ', '_')}:{n}" for reason, n in reasons.items())
+        parts.append(f"records_skipped={summary['records_skipped']}" + (f"({detail})" if detail else ""))
+    if summary.get("metrics_error"):
+        parts.append("metrics=unreadable")
     return " ".join(parts)
 
 
 def _num(value: Any) -> float:
     try:
         value = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0.0
     return value if math.isfinite(value) else 0.0
 
@@ -88,5 +181,5 @@ def _num(value: Any) -> float:
 def _fmt(value: Any) -> str:
     try:
         return f"{float(value):.3g}"
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return "-"

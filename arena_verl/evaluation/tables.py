@@ -16,7 +16,7 @@ def finite_or_none(value: Any) -> float | None:
     """``value`` as a float, or ``None`` when it is not a finite number."""
     try:
         value = float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int beyond float's range
         return None
     return value if math.isfinite(value) else None
 

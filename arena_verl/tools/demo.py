@@ -12,6 +12,10 @@ judge is the SIMULATED judge, which ranks synthetic traces by a hidden quality c
     arena-verl demo --rollouts sample --judge transformers:./smollm2   # a real (small) model as the judge
 
 (``python -m arena_verl.demo`` is the same command.)
+
+Input contract: ``--prompts`` 1..8192, ``--n`` 2..64, ``--prompts x --n`` at most 16384 samples (synthetic
+rollouts), ``--workers`` 1..4 per usable CPU, a ``--judge`` or ``--seed`` that cannot be used: one ``error:`` line
+naming the flag and its bound, exit 2, before anything is built or Ray starts.
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ from typing import Any
 import numpy as np
 
 from arena_verl import sample_traces
+from arena_verl.core.errors import InputError
 from arena_verl.core.names import DIVERSITY_TOL, MODES, ROUTE_NAMES, STRATEGIES
 from arena_verl.core.referee.metrics import NONZERO_ADVANTAGE_TOL
 from arena_verl.core.routing import is_uniform
 from arena_verl.testing.toy import Sample, build_toy_tokenizer, make_batch
+from arena_verl.tools.errors import guarded
 
 
 def synthetic_rollouts(num_prompts: int, n: int, seed: int) -> list[Sample]:
@@ -117,20 +123,48 @@ class StepResult:
     elapsed_s: float
 
 
+# What one reward step of the demo may ask for: it runs on this machine, in seconds to minutes (4096 samples take
+# about 15 s on 2 CPUs). Beyond these the command is refused before anything is built.
+MAX_SAMPLES = 16384  # --prompts x --n (synthetic rollouts)
+MAX_PROMPTS = MAX_SAMPLES // 2
+MAX_N = 64  # samples per prompt: the tournament's judge calls grow with the group
+WORKERS_PER_CPU = 4  # reward workers are Ray actor processes: at most this many per CPU the demo may use
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity; the machine's count where there is none)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def check_sizes(args: argparse.Namespace) -> None:
+    """Refuse sizes the demo cannot run here (InputError naming the flag and its bound); nothing is built yet."""
+    max_workers = WORKERS_PER_CPU * usable_cpus()
+    bounds = (("--prompts", args.prompts, 1, MAX_PROMPTS), ("--n", args.n, 2, MAX_N))
+    for flag, value, low, high in (*bounds, ("--workers", args.workers, 1, max_workers)):
+        if not low <= value <= high:
+            where = f" ({WORKERS_PER_CPU} per usable CPU, {usable_cpus()} here)" if flag == "--workers" else ""
+            raise InputError(f"demo {flag} {value}: must be between {low} and {high}{where}")
+    if args.rollouts == "synthetic" and args.prompts * args.n > MAX_SAMPLES:
+        raise InputError(
+            f"demo --prompts {args.prompts} x --n {args.n} = {args.prompts * args.n} samples: at most {MAX_SAMPLES}"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
-    """Validate, build the rollouts, run one reward step, print what it did."""
+    """Validate (bad input: InputError, exit 2, before anything is built), build the rollouts, run one reward step,
+    print what it did."""
     from arena_verl.judge.spec import judge_settings_from_spec
 
-    if args.prompts < 1 or args.n < 2 or args.workers < 1:
-        print("arena-verl demo: --prompts and --workers must be >= 1 and --n >= 2", file=sys.stderr)
-        return 2
+    check_sizes(args)
     try:
         judge = judge_settings_from_spec(args.judge, **SIMULATED_DEFAULTS if args.judge == "simulated" else {})
         samples = synthetic_rollouts(args.prompts, args.n, args.seed) if args.rollouts == "synthetic" else None
         samples = samples if samples is not None else sample_rollouts(args.prompts)
-    except ValueError as exc:
-        print(f"arena-verl demo: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:  # a judge spec or seed the demo cannot use (InputError included)
+        raise InputError(f"demo: {exc}") from None
     group_size = len([s for s in samples if s.uid == samples[0].uid])
     result = reward_step(args, judge, samples, group_size)
     print_report(args, judge, samples, group_size, result)
@@ -275,7 +309,7 @@ def sample_rollouts(max_groups: int) -> list[Sample]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     configure_parser(parser)
-    return run(parser.parse_args(argv))
+    return guarded(run, parser.parse_args(argv))
 
 
 def fmt(values, digits: int) -> str:

@@ -6,20 +6,30 @@ arena (which keeps them and pays judge calls instead).
     python -m arena_verl.runlog runs/arena_live [runs/rlvr_dapo ...] [--json out.json]
 
 One table per run (a folder holding metrics.jsonl, or the file itself) and a last block comparing the runs' means.
+
+Input contract: a run without metrics files, a metrics file that cannot be read, or a ``--json`` that cannot be
+written (or is one of the files read) is one ``error:`` line and exit 2, with nothing printed (``--json`` is written
+before the tables). A line that is no usable record (not UTF-8, not JSON, a torn last line, not an object with a
+``data`` object, a step not a whole number 0 <= step < 2**53: null, infinite, negative, 2.5, a string) is skipped and
+counted: a ``(N metrics records skipped: reason: n, ...)`` line under the run's table, and ``records_skipped`` and
+``records_skipped_by_reason`` per run in ``--json``. A metric that is not a finite number is ``-`` (null in JSON).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import dataclasses
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from arena_verl.data.metrics_log import summarise
+from arena_verl.core.errors import InputError
+from arena_verl.data.metrics_log import SKIP_REASONS, scan_records, training_steps
 from arena_verl.evaluation.tables import finite_or_none, text_table
+from arena_verl.tools.errors import guarded, write_output
 
-__all__ = ["COLUMNS", "step_rows", "run_means", "format_table"]
+__all__ = ["COLUMNS", "RunSteps", "read_run", "step_rows", "run_means", "format_table"]
 
 # (column, verl/arena metric) in print order.
 COLUMNS = (
@@ -38,26 +48,63 @@ COLUMNS = (
 def metrics_files(path: Path) -> list[Path]:
     """A run's metrics files, oldest first: ``RUN_DIR/metrics/*.jsonl`` (one per attempt; the recipes name them by
     start time, since verl's file logger truncates its file) and ``RUN_DIR/metrics.jsonl`` (recipes/cpu_smoke.sh);
-    or the file itself."""
+    ``RUN_DIR/metrics`` itself (the folder of attempts); or the file itself."""
     path = Path(path)
     if not path.is_dir():
-        return [path] if path.exists() else []
+        return [path] if path.exists() or path.is_symlink() else []  # a dangling link: unreadable, said so
     attempts = sorted((path / "metrics").glob("*.jsonl")) if (path / "metrics").is_dir() else []
     single = [path / "metrics.jsonl"] if (path / "metrics.jsonl").exists() else []
+    if not attempts and not single and path.name == "metrics":
+        attempts = sorted(path.glob("*.jsonl"))
     return single + attempts
 
 
-def step_rows(path: Path) -> list[dict[str, float | None]]:
-    """One row per logged training step over every attempt of the run (a step logged again after a resume: the
-    later attempt's record wins)."""
+@dataclasses.dataclass
+class RunSteps:
+    """One row per logged training step of a run, the files read and the records skipped, by reason."""
+
+    rows: list[dict[str, float | None]]
+    files: list[Path]
+    skipped: collections.Counter
+
+    @property
+    def skipped_total(self) -> int:
+        return sum(self.skipped.values())
+
+
+def read_run(path: Path) -> RunSteps:
+    """Every attempt of the run (a step logged again after a resume: the later attempt's record wins); lines that are
+    no usable record are skipped and counted (:mod:`arena_verl.data.metrics_log`). A run without metrics files, or
+    a file that cannot be read, is an :class:`InputError` naming it."""
     files = metrics_files(path)
     if not files:
-        raise FileNotFoundError(f"{path}: no metrics (the recipes write RUN_DIR/metrics/<attempt>.jsonl)")
+        raise InputError(
+            f"{path}: no metrics (the recipes write RUN_DIR/metrics/<attempt>.jsonl; cpu_smoke RUN_DIR/metrics.jsonl)"
+        )
     steps: dict[int, dict] = {}
+    skipped: collections.Counter = collections.Counter()
     for metrics in files:
-        for step in summarise(metrics, rc=0, wall_s=0.0)["steps"]:
-            steps[int(step["training/global_step"])] = step
-    return [{column: finite_or_none(steps[s].get(key)) for column, key in COLUMNS} for s in sorted(steps)]
+        scan = scan_records(metrics)
+        skipped.update(scan.skipped)
+        steps.update(training_steps(scan.records))
+    rows = [{column: _finite(steps[s].get(key)) for column, key in COLUMNS} for s in sorted(steps)]
+    for row, step in zip(rows, sorted(steps)):
+        row["step"] = float(step)  # the validated step (training_steps' key), never a value float() misreads
+    return RunSteps(rows, files, skipped)
+
+
+def step_rows(path: Path) -> list[dict[str, float | None]]:
+    """One row per logged training step over every attempt of the run (see :func:`read_run`)."""
+    return read_run(path).rows
+
+
+def _finite(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        return finite_or_none(value)
+    except OverflowError:  # an integer too large for a float
+        return None
 
 
 def run_means(rows: list[dict[str, float | None]]) -> dict[str, float | None]:
@@ -91,28 +138,37 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     configure_parser(parser)
-    return run(parser.parse_args(argv))
+    return guarded(run, parser.parse_args(argv))
 
 
 def run(args: argparse.Namespace) -> int:
-    report = {}
-    try:
-        for run in args.runs:
-            rows = step_rows(Path(run))
-            report[run] = {"steps": rows, "means": run_means(rows)}
-    except (OSError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    """Read every run (bad input: InputError, exit 2), write ``--json`` (before any table: an unwritable place is
+    exit 2 with nothing printed), then print the tables."""
+    report, inputs = {}, set()
+    for run in args.runs:
+        steps = read_run(Path(run))
+        inputs.update(f.resolve() for f in steps.files)
+        report[run] = {
+            "steps": steps.rows,
+            "means": run_means(steps.rows),
+            "records_skipped": steps.skipped_total,
+            "records_skipped_by_reason": {r: steps.skipped[r] for r in SKIP_REASONS if steps.skipped[r]},
+        }
+    if args.json:
+        if Path(args.json).resolve() in inputs:
+            raise InputError(f"--json {args.json}: is one of the metrics files read; give another path")
+        write_output(args.json, json.dumps(report, indent=2), what="--json")
     columns = [c for c, _ in COLUMNS]
     for run, data in report.items():
         print(f"# {run}")
         print(format_table(columns, [[row[c] for c in columns] for row in data["steps"]]))
+        if data["records_skipped"]:
+            reasons = ", ".join(f"{r}: {n}" for r, n in data["records_skipped_by_reason"].items())
+            print(f"({data['records_skipped']} metrics records skipped: {reasons})")
         print()
     header = ["run", "steps", *columns[1:], "generations_per_hour"]
     print("# means per step")
     print(format_table(header, [[run, *(data["means"][c] for c in header[1:])] for run, data in report.items()]))
-    if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2))
     return 0
 
 

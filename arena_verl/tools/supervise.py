@@ -8,7 +8,11 @@ head processes and actors (``TaskRunner``, ``WorkerDict``, agent-loop and reward
 descendants even when their parents exit first; when the command ends, times out or this process is interrupted,
 every one of them is terminated, then killed (SIGINT, SIGTERM and SIGHUP of this process included; only its own
 SIGKILL cannot be handled). A Ray cluster the command merely connected to (``RAY_ADDRESS``) is not a descendant and is
-left alone. Writes ``OUT_DIR/summary.json`` (see :mod:`.summary`) and prints one line.
+left alone. Writes ``OUT_DIR/summary.json`` (see :mod:`arena_verl.data.metrics_log`) and prints one line, whatever
+the metrics file holds (records that are no usable record are skipped and counted: ``records_skipped``,
+``records_skipped_by_reason``, and ``records_skipped=N`` in the line; an unreadable file is ``metrics_error``), and
+exits with the command's status. A bad ``--timeout`` (not finite, <= 0), no command or an ``--out`` that cannot be
+written is one ``error:`` line and exit 2 before anything starts.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import argparse
 import contextlib
 import ctypes
 import json
+import math
 import os
 import signal
 import subprocess
@@ -25,7 +30,9 @@ import threading
 import time
 from pathlib import Path
 
+from arena_verl.core.errors import EXIT_BAD_INPUT, InputError
 from arena_verl.data.metrics_log import one_line, summarise
+from arena_verl.tools.errors import guarded, write_output
 
 __all__ = ["run_supervised", "reap_descendants"]
 
@@ -154,23 +161,47 @@ def _tee(stream, log) -> None:
             sys.stdout.flush()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, required=True, help="seconds before the run is stopped (rc 124)")
     parser.add_argument("--out", type=Path, required=True, help="folder for train.log and summary.json")
     parser.add_argument("--metrics", type=Path, required=True, help="verl's file-logger output (jsonl)")
     parser.add_argument("--label", default="cpu_smoke")
     parser.add_argument("command", nargs=argparse.REMAINDER)
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check the flags and the output folder (exit 2 before anything starts), run the command, write summary.json
+    whatever its metrics file holds (bad records skipped and counted) and return the command's status. Only a
+    summary.json that cannot be written is said on stderr (status: the command's, 2 when that was 0)."""
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
-        parser.error("no command given (after --)")
-    rc, wall, reaped = run_supervised(command, args.timeout, args.out / "train.log")
+        raise InputError("no command given (after --)")
+    if not math.isfinite(args.timeout) or args.timeout <= 0:
+        raise InputError(f"--timeout {args.timeout}: must be a finite number of seconds > 0")
+    log_path = args.out / "train.log"
+    try:  # the folder must take train.log and summary.json before the run starts
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab"):
+            pass
+    except OSError as exc:
+        raise InputError(f"--out {args.out}: cannot be written ({exc.strerror or exc})") from None
+    rc, wall, reaped = run_supervised(command, args.timeout, log_path)
     summary = summarise(args.metrics, rc=rc, wall_s=wall)
     summary["processes_reaped"] = reaped
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1, default=float) + "\n")
+    try:
+        write_output(args.out / "summary.json", json.dumps(summary, indent=1, default=float) + "\n", what="summary")
+    except InputError as exc:
+        print(f"{args.label}: {one_line(summary)}", flush=True)
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
+        return rc or EXIT_BAD_INPUT
     print(f"{args.label}: {one_line(summary)}  -> {args.out / 'summary.json'}", flush=True)
     return rc
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    configure_parser(parser)
+    return guarded(run, parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -135,3 +135,18 @@ def test_a_signalled_supervisor_still_reaps_everything_and_writes_its_summary(tm
     assert not psutil.pid_exists(orphan) or psutil.Process(orphan).status() == psutil.STATUS_ZOMBIE
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["rc"] == 143 and summary["steps_completed"] == 0 and summary["processes_reaped"] >= 1
+
+
+def test_a_corrupt_metrics_record_keeps_the_summary_and_the_status(tmp_path):
+    metrics = tmp_path / "metrics.jsonl"
+    good = json.dumps({"step": 1, "data": {"training/global_step": 1, "timing_s/step": 2.0}})
+    metrics.write_text(good + '\n{"step": null, "data": {"training/global_step": Infinity}}\n[1]\n{"step": 3, "da')
+    out = subprocess.run(
+        [sys.executable, "-m", "arena_verl.cpu.supervise", "--timeout", "60", "--out", str(tmp_path),
+         "--metrics", str(metrics), "--", sys.executable, "-c", "raise SystemExit(3)"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 3, out.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["rc"] == 3 and summary["steps_completed"] == 1 and summary["records_skipped"] == 3
+    assert "rc=3 steps=1" in out.stdout and "records_skipped=3" in out.stdout

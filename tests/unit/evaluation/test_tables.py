@@ -42,3 +42,11 @@ def test_the_evaluation_table_keeps_its_layout():
 def test_right_aligned_tables_pad_every_column():
     table = text_table(["step", "s"], [["1", "12.5"], ["10", "3"]], align="right")
     assert table == "step     s\n----  ----\n   1  12.5\n  10     3"
+
+
+def test_a_value_that_is_not_a_finite_number_prints_as_missing():
+    from arena_verl.evaluation.tables import finite_or_none, number, percent
+
+    for value in (None, float("nan"), float("inf"), 10**400, "x", [1]):
+        assert finite_or_none(value) is None
+    assert percent(10**400) == "-" and number(float("-inf")) == "-" and number(3) == "3"
