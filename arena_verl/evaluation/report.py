@@ -11,6 +11,14 @@ present (the arena manager writes the verifier's verdict there), else ``score > 
 manager's reward, which for arena runs may include judge rewards, hence not the default. A code benchmark without a
 sandbox URL (and without ``use_dumped_scores``) is listed as not scored and never gets a number.
 
+**Unverified samples** (see :mod:`arena_verl.evaluation.scoring`): a sample whose ground truth the verifier cannot
+read, or whose code the sandbox could not run (unreachable, timed out, an error status, a malformed reply), is not
+verified, never wrong. A benchmark with such a sample gets no number (a figure over the other prompts would be
+another benchmark's, and one over fewer samples of a prompt another n): its row says ``not scored: <why> (S
+sample(s) of P of N prompt(s))`` and counts the statuses, e.g. ``(40 sandbox_unavailable)``; its JSON has
+``unverified_prompts``, ``unverified_samples`` and ``unverified_reasons`` (reason -> prompts), with
+``avg_pass_ratio`` null and ``pass_at_k`` empty. Rerun with a working sandbox for the figures.
+
 **Metrics** per benchmark, from n samples per prompt of which c are correct: the average pass ratio ``mean(c / n)``
 (the paper's avg@16 for math and GPQA-Diamond, with n = 16) and the unbiased pass@k (the paper's pass@5 for
 LiveCodeBench), see :mod:`arena_verl.evaluation.pass_at_k`. Every prompt of a benchmark must have the same n: a
@@ -32,13 +40,14 @@ import numpy as np
 from arena_verl.core.sources import CODE_SOURCES, KINDS
 from arena_verl.data.dumps import EvaluationInputError, PromptSamples, Sample
 from arena_verl.evaluation.pass_at_k import average_pass_ratio, pass_at_k
-from arena_verl.evaluation.scoring import Scorer, ScoringOptions, benchmark_kind
+from arena_verl.evaluation.scoring import UNVERIFIED_REASONS, Scorer, ScoringOptions, benchmark_kind
 from arena_verl.evaluation.tables import percent, text_table
 from arena_verl.evaluation.verified import NO_GROUND_TRUTH, VerifiedGroup, verify_prompts
 
 __all__ = [
     "CODE_SOURCES",
     "KINDS",
+    "UNVERIFIED_REASONS",
     "BenchmarkResult",
     "Scorer",
     "ScoringOptions",
@@ -66,6 +75,9 @@ class BenchmarkResult:
     not_scored: str | None = None  # why there is no number
     statuses: dict[str, int] = field(default_factory=dict)  # per-sample scoring outcomes
     notes: list[str] = field(default_factory=list)
+    unverified_prompts: int = 0  # prompts with a sample that could not be verified (then no number)
+    unverified_samples: int = 0  # those samples (all of a prompt's when it was not scored at all)
+    unverified_reasons: dict[str, int] = field(default_factory=dict)  # reason -> prompts
 
 
 @dataclass
@@ -123,13 +135,23 @@ def _benchmark_result(
         raise EvaluationInputError(f"benchmark {name}: pass@{too_big[0]} needs k <= n, but n = {counts.min()}")
     result.notes += [f"pass@{k} skipped: n = {counts.min()} < {k}" for k in too_big]
 
+    result.statuses = dict(sorted(Counter(status for group in groups for status in group.statuses).items()))
     unverified = [group for group in groups if group.correct is None]
-    if unverified:  # a number over part of the prompts would be another benchmark's
+    if unverified:  # a number over part of the prompts (or samples) would be another benchmark's: withheld
+        result.unverified_prompts = len(unverified)
+        result.unverified_samples = sum(group.unverified_samples for group in unverified)
+        result.unverified_reasons = dict(sorted(Counter(str(g.unverified_because) for g in unverified).items()))
         why = [g.unverified_because for g in unverified if g.unverified_because != NO_GROUND_TRUTH]
-        result.not_scored = why[0] if why else f"not scored: {len(unverified)} prompt(s) without a ground truth"
+        if not why:
+            result.not_scored = f"not scored: {len(unverified)} prompt(s) without a ground truth"
+        elif why[0] in UNVERIFIED_REASONS.values():  # some samples verified, others could not be
+            result.not_scored = (
+                f"{why[0]} ({result.unverified_samples} sample(s) of {len(unverified)} of {len(groups)} prompt(s))"
+            )
+        else:
+            result.not_scored = why[0]
         return result
     result.scored_by = groups[0].scored_by
-    result.statuses = dict(sorted(Counter(status for group in groups for status in group.statuses).items()))
     correct = np.array([sum(group.correct) for group in groups])
     result.avg_pass_ratio = float(np.mean(average_pass_ratio(counts, correct)))
     result.pass_at_k = {k: float(np.mean(pass_at_k(counts, correct, k))) for k in wanted if k not in too_big}
@@ -147,7 +169,7 @@ def render_table(reports: list[StepReport]) -> str:
     for report in reports:
         for r in report.results:
             note = r.not_scored or r.scored_by or ""
-            troubles = {s: c for s, c in r.statuses.items() if s in ("timeout", "error")}
+            troubles = {s: c for s, c in r.statuses.items() if s in ("timeout", "error", *UNVERIFIED_REASONS)}
             if troubles:
                 note += " (" + ", ".join(f"{c} {s}" for s, c in troubles.items()) + ")"
             if r.notes:

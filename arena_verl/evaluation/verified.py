@@ -10,7 +10,11 @@ score`` and the evaluation (``arena-verl evaluate``, ``scripts/eval/evaluate.py`
 2. **joined samples -> verified groups** (:func:`verify_prompts`): each prompt's samples verified by the
    :class:`~arena_verl.evaluation.scoring.Scorer` chosen per data source and kind. A prompt without a ground truth,
    or of a kind the scorer cannot score here (code without a sandbox, an unknown data source), is *unverified*,
-   with the reason: counted as such by the tools, never guessed.
+   with the reason: counted as such by the tools, never guessed. So is a prompt with one sample or more the scorer
+   could not verify for a reason that is not the model's (``correct`` None per sample, see
+   :data:`~arena_verl.evaluation.scoring.UNVERIFIED_REASONS`): a ground truth the verifier cannot read, code the
+   sandbox could not run. Its per-sample statuses are kept (:attr:`VerifiedGroup.statuses`), its ``correct`` is
+   None: a group half verified would be scored over fewer samples than it has.
 """
 
 from __future__ import annotations
@@ -31,9 +35,9 @@ from arena_verl.data.dumps import (
     read_validation_data,
     select_steps,
 )
-from arena_verl.evaluation.scoring import Scorer, benchmark_kind
+from arena_verl.evaluation.scoring import UNVERIFIED_REASONS, Scorer, benchmark_kind
 
-__all__ = ["NO_GROUND_TRUTH", "VerifiedFile", "VerifiedGroup", "read_verified", "verify_prompts"]
+__all__ = ["NO_GROUND_TRUTH", "UNVERIFIED_REASONS", "VerifiedFile", "VerifiedGroup", "read_verified", "verify_prompts"]
 
 NO_GROUND_TRUTH = "no ground truth (gts) in the dump"
 _SCORING_CHUNK = 256  # samples per scorer call: big enough to keep the verifier's workers busy, small for a bar
@@ -47,9 +51,18 @@ class VerifiedGroup:
     prompt: PromptSamples
     kind: str  # benchmark_kind's: math | multiple_choice | code | unknown
     correct: tuple[bool, ...] | None
-    statuses: tuple[str, ...] = ()  # the scorer's status per sample
+    statuses: tuple[str, ...] = ()  # the scorer's status per sample (also of an unverified group's samples)
     scored_by: str | None = None  # math-verify | multiple-choice | sandbox | dumped score
     unverified_because: str | None = None  # NO_GROUND_TRUTH, or the scorer's "not scored: ..."
+
+    @property
+    def unverified_samples(self) -> int:
+        """Samples the scorer could not verify (all of them when the group was not scored at all)."""
+        if self.correct is not None:
+            return 0
+        if not self.statuses:
+            return len(self.prompt.samples)
+        return sum(status in UNVERIFIED_REASONS for status in self.statuses)
 
     @property
     def samples(self) -> tuple[Sample, ...]:
@@ -106,8 +119,8 @@ def read_verified(
     for number, path in select_steps(find_dump_files(dump), step):
         file = read_dump_file(path, index, need_data=need_data, generations=generations)
         groups = verify_prompts(file.prompts, scorer, step=number, progress=progress)
-        if progress is not None:  # the rest: unverified samples and the earlier outputs of multi-output sessions
-            progress(file.lines - sum(len(g.samples) for g in groups if g.correct is not None))
+        if progress is not None:  # the rest: samples no scorer ran on and the earlier outputs of multi-output sessions
+            progress(file.lines - sum(len(g.samples) for g in groups if g.statuses))
         yield VerifiedFile(file, groups)
 
 
@@ -136,7 +149,14 @@ def verify_prompts(
             verdicts = iter(scorer.score(method, samples))
             for p in chunk:
                 mine = [next(verdicts) for _ in prompts[p].samples]
-                outcome[p] = (tuple(c for c, _ in mine), tuple(s for _, s in mine), method, None)
+                statuses = tuple(s for _, s in mine)
+                failed = [s for c, s in mine if c is None]
+                if failed:  # a sample not verified: the group is unverified, never counted as wrong
+                    commonest = max(sorted(set(failed)), key=failed.count)
+                    reason = UNVERIFIED_REASONS.get(commonest, f"not scored: {commonest}")
+                    outcome[p] = (None, statuses, method, reason)
+                else:
+                    outcome[p] = (tuple(bool(c) for c, _ in mine), statuses, method, None)
             if progress is not None:
                 progress(len(samples))
     return [VerifiedGroup(step, prompt, kinds[position], *outcome[position]) for position, prompt in enumerate(prompts)]

@@ -5,22 +5,36 @@
     python scripts/eval/evaluate.py --dumps generations.jsonl --sandbox-url http://sandbox:8080/run_code
 
 Exit status: 0 a report was written (benchmarks that could not be scored are listed as such), 2 the input cannot
-be evaluated or a usage error (one line naming the file, row, prompt or flag). See scripts/eval/README.md.
+be evaluated, ``--json`` cannot be written (checked before scoring), or a usage error (one line naming the file,
+row, prompt or flag). A benchmark with samples that could not be verified (a ground truth the verifier cannot read,
+code the sandbox could not run: unreachable, timed out, an error status, a malformed reply) gets no number: its row
+says why and how many, its JSON has ``unverified_prompts``, ``unverified_samples`` and ``unverified_reasons``, and
+one ``warning:`` line on stderr names it. See scripts/eval/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 from pathlib import Path
 
-from arena_verl.core.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from arena_verl.core.errors import EXIT_OK, InputError
 from arena_verl.data.dumps import disagreement_note
-from arena_verl.evaluation.report import Scorer, StepReport, evaluate_groups, render_table, report_json
+from arena_verl.evaluation.report import (
+    UNVERIFIED_REASONS,
+    Scorer,
+    StepReport,
+    evaluate_groups,
+    render_table,
+    report_json,
+)
 from arena_verl.evaluation.verified import read_verified
+from arena_verl.tools.errors import guarded, write_output
 from arena_verl.tools.options import add_data, add_verification, scoring_options
 
-__all__ = ["configure_parser", "run", "main"]
+__all__ = ["check_writable", "configure_parser", "main", "run", "unverified_note"]
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -45,40 +59,70 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        if args.k is not None and min(args.k) < 1:
-            raise InputError("--k values must be >= 1")
-        options = scoring_options(args, use_dumped_scores=args.use_dumped_scores)
-        reports, disagreements = [], []
-        with Scorer(options) as scorer:
-            for verified in read_verified(
-                args.dumps, scorer, data=args.data, step=args.step, need_data=True, generations=True
-            ):
-                results = evaluate_groups(verified.groups, ks=args.k, allow_unequal_n=args.allow_unequal_n)
-                reports.append(StepReport(verified.file.step, str(verified.file.path), results))
-                disagreements += verified.disagreements
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    """The report for ``args``; bad input raises :class:`InputError` (``guarded`` makes it one line, exit 2)."""
+    if args.k is not None and min(args.k) < 1:
+        raise InputError("--k values must be >= 1")
+    options = scoring_options(args, use_dumped_scores=args.use_dumped_scores)
+    if args.json is not None:
+        check_writable(args.json, what="--json")  # before hours of scoring, not after
+    reports, disagreements = [], []
+    with Scorer(options) as scorer:
+        for verified in read_verified(
+            args.dumps, scorer, data=args.data, step=args.step, need_data=True, generations=True
+        ):
+            results = evaluate_groups(verified.groups, ks=args.k, allow_unequal_n=args.allow_unequal_n)
+            reports.append(StepReport(verified.file.step, str(verified.file.path), results))
+            disagreements += verified.disagreements
+    if args.json is not None:  # written before the table: a failed write leaves nothing printed as if done
+        extra = {"dumps": args.dumps, "data": args.data, "ground_truth_disagreements": len(disagreements)}
+        write_output(args.json, report_json(reports, options, extra) + "\n", what="--json")
     note = disagreement_note(disagreements)
     if note:
         print(f"warning: {note}", file=sys.stderr)
+    unverified = unverified_note(reports)
+    if unverified:
+        print(f"warning: {unverified}", file=sys.stderr)
     print(render_table(reports))
-    if args.json is not None:
-        extra = {"dumps": args.dumps, "data": args.data, "ground_truth_disagreements": len(disagreements)}
-        try:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(report_json(reports, options, extra) + "\n")
-        except OSError as exc:
-            print(f"error: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
     return EXIT_OK
+
+
+def check_writable(path: Path, what: str) -> None:
+    """``path`` can be created or replaced (its folder made and written to), else an :class:`InputError`."""
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{what} {path}: is a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(f"{what} {path}: cannot be written ({exc.strerror or exc})") from None
+
+
+def unverified_note(reports: list[StepReport]) -> str | None:
+    """One line on the samples that could not be verified (an unreadable ground truth, code the sandbox could not
+    run), whose benchmarks get no number; None when there are none."""
+    counts = {
+        (report.step, r.benchmark): sum(r.statuses.get(status, 0) for status in UNVERIFIED_REASONS)
+        for report in reports
+        for r in report.results
+    }
+    withheld = {key: count for key, count in counts.items() if count}
+    if not withheld:
+        return None
+    names = ", ".join(sorted({benchmark for _, benchmark in withheld}))
+    return (
+        f"{sum(withheld.values())} sample(s) of {names} could not be verified (a ground truth the verifier cannot "
+        "read, or code the sandbox could not run): never counted as wrong, their benchmarks get no number (see "
+        "their rows)"
+    )
 
 
 def main(argv: list[str] | None = None, prog: str | None = None) -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     configure_parser(parser)
-    return run(parser.parse_args(argv))
+    return guarded(run, parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -15,15 +15,21 @@ counted and reported on stderr.
 
 **The score file** (``--out``) holds one JSON line per judged group, appended whole (one ``write`` on an append-only
 descriptor, then ``fsync``) as each group finishes: a run killed at any point leaves complete lines and at most one
-torn last line. Rerunning with the same ``--out`` drops a torn last line and judges only the groups not in the file
-(keyed by step and group). Every line records the run's settings (``judge``, ``strategy``, ``budget``, ``seed``,
-``verification``, ``wait_for_verdicts``; a line without ``wait_for_verdicts`` was scored with the paper's rule):
-resuming with other settings is an error (one file, one experiment). Keys of a line:
+torn last line. Rerunning with the same ``--out`` drops a torn last line (any text after the last newline, with a
+one-line note) and judges only the groups not in the file (keyed by step and group); a corrupt line before the
+last is refused, naming its line number. A write that fails mid-run (a full disk) ends with one ``error:`` line and
+exit status 1: the lines written stay, and rerunning the same command continues. Every line records the run's
+settings (``judge``, ``strategy``, ``budget``, ``seed``, ``verification``, ``wait_for_verdicts``; a line without
+``wait_for_verdicts`` was scored with the paper's rule): resuming with other settings is an error (one file, one
+experiment). Every line also records the identity of its dump step file (``dump_file``: name, size and a digest of
+its first line): resuming on another dump (a step file that differs or is missing, a group key the step does not
+have, a group with other responses) is an error, exit 2 (one file, one dump). Lines written before ``dump_file``
+existed are checked by group keys and responses only, with a note. Keys of a line:
 
 ==================  ===========================================================================================
 step, group         the dump's step and the group key (``uid <uuid>``: V1 trainer; ``input of line N``: legacy)
 judge ...           ``judge`` (canonical spec), ``judge_backend``, ``simulated``, ``strategy``, ``budget``, ``seed``,
-                    ``verification``, ``wait_for_verdicts``
+                    ``verification``, ``wait_for_verdicts``; ``dump_file``: the step file's identity
 samples             sample count; ``sample_digests``: a hash of each response, in the order of the arrays below
 verifier_reward     the group's common verifier reward (1 all correct, 0 all wrong); ``task``, ``data_source``;
                     ``ground_truth_disagrees``: ``--data`` has another ground truth than the dump (the dump's used)

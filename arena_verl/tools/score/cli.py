@@ -8,16 +8,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arena_verl.core.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError
 from arena_verl.core.tournament import STRATEGIES
 from arena_verl.data.dumps import disagreement_note
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec, judge_spec
+from arena_verl.tools.errors import guarded
 from arena_verl.tools.options import add_data, add_verification, check_workers, scoring_options
-from arena_verl.tools.score.groups import ARENA, DumpGroup, DumpSummary, describe_dump, read_dump_groups
+from arena_verl.tools.score.groups import (
+    ARENA,
+    DumpGroup,
+    DumpSummary,
+    describe_dump,
+    dump_identities,
+    read_dump_groups,
+)
 from arena_verl.tools.score.judging import digest, judge_groups
 from arena_verl.tools.score.report import compare_runs, render_comparison, render_report, summarise
-from arena_verl.tools.score.score_file import ScoreFile, ScoreInputError, read_score_file
+from arena_verl.tools.score.score_file import ScoreFile, ScoreInputError, ScoreWriteError, read_score_file
 
 __all__ = ["configure_parser", "run", "main"]
 
@@ -55,10 +63,11 @@ def main(argv: list[str] | None = None) -> int:
         prog="arena-verl score", description=package.__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     configure_parser(parser)
-    return run(parser.parse_args(argv))
+    return guarded(run, parser.parse_args(argv))
 
 
 def run(args: argparse.Namespace) -> int:
+    """Score the dump into ``--out``; bad input raises :class:`InputError` (``guarded``: one line, exit 2)."""
     out = ScoreFile(args.out)
     try:
         try:
@@ -76,11 +85,17 @@ def run(args: argparse.Namespace) -> int:
             out.open(settings)  # before the dump: a locked file or other settings fail at once
             groups, summary = _read_dump(args)
             _check_budget(args, groups)
-            _check_same_dump(out, groups)
-        except (InputError, ValueError, OSError) as exc:  # bad options, specs, dumps and score files
-            print(f"error: {exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            legacy = _check_same_dump(out, groups, summary, dump_identities(args.dump))
+        except InputError:
+            raise
+        except (ValueError, OSError) as exc:  # bad options and specs (ValueError), unreadable dumps
+            raise ScoreInputError(str(exc)) from None
         print(describe_dump(args.dump, summary))
+        if legacy:
+            print(
+                f"{args.out}: {legacy} line(s) from before score files recorded their dump (no dump_file): checked "
+                "against this dump's group keys and responses only"
+            )
         note = disagreement_note(summary.disagreements)
         if note:
             print(f"warning: {note}", file=sys.stderr)
@@ -92,7 +107,15 @@ def run(args: argparse.Namespace) -> int:
         if out.done:
             print(f"{args.out}: {len(out.done)} groups already scored; {len(todo)} to go")
         if todo:
-            judge_groups(todo, judge_settings, settings, args.concurrency, out, total=len(out.done) + len(todo))
+            try:
+                judge_groups(todo, judge_settings, settings, args.concurrency, out, total=len(out.done) + len(todo))
+            except ScoreWriteError as exc:  # a full disk: whole lines stay, a torn last one is dropped on the rerun
+                print(
+                    f"error: {exc}; {len(out.lines)} groups are in the file and nothing scored is lost: free space "
+                    "and rerun the same command to continue",
+                    file=sys.stderr,
+                )
+                return EXIT_FAILED
     except KeyboardInterrupt:
         print(f"interrupted: {len(out.lines)} groups in {args.out}; rerun the same command to resume", file=sys.stderr)
         return 130
@@ -115,9 +138,33 @@ def _verification(args: argparse.Namespace) -> str:
     return f"answer_extraction={args.answer_extraction}; data={data or '-'}; sandbox={args.sandbox_url or '-'}"
 
 
-def _check_same_dump(out: ScoreFile, groups: list[DumpGroup]) -> None:
-    """Groups already in the score file must be the dump's groups (same responses): a file resumed on another dump
-    would otherwise skip that dump's groups of the same key, or mix two runs in one report."""
+def _check_same_dump(
+    out: ScoreFile, groups: list[DumpGroup], summary: DumpSummary, identities: dict[int | None, str]
+) -> int:
+    """The score file's lines must come from this dump: each line's step file (``dump_file``) is this dump's, each
+    line of a step read now names one of its groups, and a group scored again has the same responses. Otherwise a
+    file resumed on another run's dump would mix two runs in one report, or skip groups that share a key. Returns
+    the number of lines without ``dump_file`` (written before it existed: checked by keys and responses only)."""
+    legacy = 0
+    for number, line in enumerate(out.lines, start=1):
+        step, key = line["step"], line["group"]
+        where = f"{out.path} line {number} (step {step}, group {key})"
+        if "dump_file" not in line:
+            legacy += 1
+        elif step not in identities:
+            raise ScoreInputError(
+                f"{where} was scored on another dump: this dump has no step {step} file; resume on that dump or "
+                "write to another --out"
+            )
+        elif line["dump_file"] != identities[step]:
+            raise ScoreInputError(
+                f"{where} was scored on another dump's step file ({line['dump_file']}, this dump's is "
+                f"{identities[step]}): resume on that dump or write to another --out"
+            )
+        if step in summary.keys and key not in summary.keys[step]:
+            raise ScoreInputError(
+                f"{where}: this dump's step {step} has no such group (another run's dump?): write to another --out"
+            )
     for group in groups:
         line: dict[str, Any] | None = out.by_key.get((group.step, group.key))
         if line is not None and line.get("sample_digests") != [digest(text) for text in group.responses]:
@@ -125,6 +172,7 @@ def _check_same_dump(out: ScoreFile, groups: list[DumpGroup]) -> None:
                 f"{out.path}: group {group.key} of step {group.step} was scored on other responses than this dump's "
                 "(another run's dump?): write to another --out"
             )
+    return legacy
 
 
 def _check_options(args: argparse.Namespace) -> None:

@@ -3,19 +3,20 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from arena_verl.core.routing import is_uniform
-from arena_verl.data.dumps import TruthDisagreement
+from arena_verl.data.dumps import EvaluationInputError, TruthDisagreement, find_dump_files
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.verified import NO_GROUND_TRUTH, VerifiedGroup, read_verified
 from arena_verl.judge.prompts import task_of
 from arena_verl.settings import ArenaSettings
 from arena_verl.verify.math_verifier import ground_truth_text
 
-__all__ = ["ARENA", "DumpGroup", "DumpSummary", "describe_dump", "read_dump_groups"]
+__all__ = ["ARENA", "DumpGroup", "DumpSummary", "describe_dump", "dump_identities", "file_identity", "read_dump_groups"]
 
 ARENA = ArenaSettings()  # the arena's defaults: diversity tolerance, fit, failure policy, schedule and reward scale
 
@@ -33,6 +34,7 @@ class DumpGroup:
     responses: tuple[str, ...]
     correct: tuple[bool, ...]
     truth_disagrees: bool = False  # --data has another ground truth than the dump (the dump's was used)
+    dump_file: str | None = None  # the identity of its step file (file_identity)
 
     @property
     def verifier_rewards(self) -> list[float]:
@@ -50,6 +52,25 @@ class DumpSummary:
     not_scored: Counter = field(default_factory=Counter)  # why -> groups
     statuses: Counter = field(default_factory=Counter)  # the verifier's per-sample statuses
     disagreements: list[TruthDisagreement] = field(default_factory=list)  # --data's ground truth is not the dump's
+    keys: dict[int | None, set[str]] = field(default_factory=dict)  # step -> every group key read (any outcome)
+
+
+def file_identity(path: Path) -> str:
+    """A dump step file's identity: its name, size and a digest of its first line (cheap: one stat, one line).
+    The score file records it per line; a file resumed on another dump's step file is refused."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as handle:
+            first = handle.readline(1 << 20)
+    except OSError as exc:
+        raise EvaluationInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    return f"{path.name}:{size}:{hashlib.blake2b(first, digest_size=8).hexdigest()}"
+
+
+def dump_identities(dump: Path) -> dict[int | None, str]:
+    """``{step: file_identity}`` of every step file of ``dump`` (the chosen steps or not)."""
+    return {step: file_identity(path) for step, path in find_dump_files(dump).items()}
 
 
 def read_dump_groups(dump: Path, step: str, data: list, scorer: Scorer) -> tuple[list[DumpGroup], DumpSummary]:
@@ -60,7 +81,10 @@ def read_dump_groups(dump: Path, step: str, data: list, scorer: Scorer) -> tuple
         summary.files += 1
         summary.disagreements += verified.disagreements
         disagreeing = {d.line for d in verified.disagreements}
+        identity = file_identity(verified.file.path)
+        keys = summary.keys.setdefault(verified.file.step, set())
         for group in verified.groups:
+            keys.add(group.prompt.key)
             summary.groups += 1
             summary.by_uid += group.prompt.key.startswith("uid ")
             if group.correct is None:
@@ -69,7 +93,7 @@ def read_dump_groups(dump: Path, step: str, data: list, scorer: Scorer) -> tuple
                 summary.not_scored[reason] += 1
                 continue
             summary.statuses.update(group.statuses)
-            judged = _dump_group(group, verified.file.joined, group.prompt.line in disagreeing)
+            judged = _dump_group(group, verified.file.joined, group.prompt.line in disagreeing, identity)
             if len(judged.responses) < 2:
                 summary.single += 1
             elif is_uniform(judged.verifier_rewards, ARENA.diversity_tol):
@@ -80,7 +104,7 @@ def read_dump_groups(dump: Path, step: str, data: list, scorer: Scorer) -> tuple
     return groups, summary
 
 
-def _dump_group(group: VerifiedGroup, joined: bool, disagrees: bool) -> DumpGroup:
+def _dump_group(group: VerifiedGroup, joined: bool, disagrees: bool, identity: str | None = None) -> DumpGroup:
     first = group.samples[0]
     return DumpGroup(
         step=group.step,
@@ -92,6 +116,7 @@ def _dump_group(group: VerifiedGroup, joined: bool, disagrees: bool) -> DumpGrou
         responses=tuple(sample.response for sample in group.samples),
         correct=group.correct,
         truth_disagrees=disagrees,
+        dump_file=identity,
     )
 
 

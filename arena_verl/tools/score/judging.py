@@ -135,6 +135,7 @@ async def score_group(group: DumpGroup, judge, settings: dict[str, Any], call_ti
         "task": group.task,
         "data_source": group.data_source,
         "ground_truth_disagrees": group.truth_disagrees,
+        "dump_file": group.dump_file,
         "judge_calls": result.judge_calls,
         "failures": result.failed_calls,
         "pairs": calls,

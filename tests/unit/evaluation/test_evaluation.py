@@ -373,11 +373,12 @@ def test_k_above_n_is_an_error(tmp_path, scorer):
         evaluate(samples, scorer, ks=[1, 5])
 
 
-def test_a_bad_multiple_choice_ground_truth_names_the_benchmark(tmp_path, scorer):
+def test_a_bad_multiple_choice_ground_truth_is_unverified_not_wrong(tmp_path, scorer):
     rows = [{"data_source": "gpqa_diamond", "index": 0, "response": "\\boxed{A}", "ground_truth": "A or B"}]
     samples = read_samples(write_generations(tmp_path / "gen.jsonl", rows), None)
-    with pytest.raises(EvaluationInputError, match="gpqa_diamond prompt"):
-        evaluate(samples, scorer)
+    (result,) = evaluate(samples, scorer)
+    assert result.avg_pass_ratio is None and result.unverified_prompts == 1
+    assert result.statuses == {"unreadable_truth": 1} and "cannot read" in result.not_scored
 
 
 def test_generation_lines_without_required_keys_are_named(tmp_path):

@@ -326,7 +326,7 @@ def test_resuming_on_another_dump_or_other_verification_is_an_error(dump, tmp_pa
         path.write_text(path.read_text().replace("Attempt", "Try"))
     capsys.readouterr()
     assert score(other, out, "--step", "3") == 2
-    assert "scored on other responses than this dump's" in capsys.readouterr().err
+    assert "was scored on another dump's step file" in capsys.readouterr().err
     assert score(dump, out, "--step", "3", "--answer-extraction", "lenient") == 2
     assert "answer_extraction=boxed" in capsys.readouterr().err
 
