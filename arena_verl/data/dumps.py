@@ -42,12 +42,20 @@ Such files need no parquet.
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arena_verl.core.errors import InputError
+from arena_verl.data.dump_files import (
+    STEP_NAME,
+    EvaluationInputError,
+    count_lines,
+    find_dump_files,
+    read_jsonl,
+    select_steps,
+)
 from arena_verl.data.prompt_match import (
     PromptIndex,
     PromptMatch,
@@ -70,7 +78,10 @@ __all__ = [
     "Sample",
     "TruthDisagreement",
     "ValidationRow",
+    "DuplicateUid",
+    "count_lines",
     "disagreement_note",
+    "duplicate_note",
     "find_dump_files",
     "joined_truth",
     "prompt_groups",
@@ -81,11 +92,8 @@ __all__ = [
     "select_steps",
 ]
 
+_SAMPLE_KEYS = ("input", "output", "gts", "score", "acc")  # two copies of a uid that agree on these are one sample
 NO_DATA_SOURCE = "(no --data)"  # the data source of a dumped prompt when no parquet names it (verified as math)
-
-
-class EvaluationInputError(InputError):
-    """Input that cannot be evaluated as given (the message names the file, row or prompt)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,18 @@ class PromptSamples:
     line: int  # the line it first appears on
     problem: str | None  # the dump's input: the prompt as the policy saw it (None in generation files)
     samples: tuple[Sample, ...]
+    conflicting_uids: tuple[str, ...] = ()  # uids of it that occur twice in the file with different samples
+
+
+@dataclass(frozen=True)
+class DuplicateUid:
+    """A dump line whose ``uid`` an earlier line of the same step file already has (the first copy counts)."""
+
+    path: Path
+    line: int  # the repeat
+    first_line: int  # the copy that counts
+    uid: str
+    conflicting: bool  # it differs from the first copy in input, output, gts, score or acc
 
 
 @dataclass(frozen=True)
@@ -135,46 +155,11 @@ class DumpFile:
     disagreements: list[TruthDisagreement]
     lines: int  # lines read (a multi-output session's earlier outputs included)
     line_step: int | None = None  # the first line's ``step``
+    duplicates: list[DuplicateUid] = field(default_factory=list)  # lines that repeat a uid of the file
 
     @property
     def samples(self) -> list[Sample]:
         return [sample for prompt in self.prompts for sample in prompt.samples]
-
-
-# ------------------------------------------------------------------------------------------------------- files
-
-
-def find_dump_files(path: str | Path) -> dict[int | None, Path]:
-    """``{step: file}``: the ``<step>.jsonl`` files of a dump folder, or the one file given (step from its name)."""
-    path = Path(path)
-    if path.is_file():
-        return {int(path.stem) if path.stem.isdigit() else None: path}
-    if not path.is_dir():
-        raise EvaluationInputError(f"{path}: no such file or folder")
-    files = {int(file.stem): file for file in path.glob("*.jsonl") if file.stem.isdigit()}
-    if not files:
-        raise EvaluationInputError(
-            f"{path}: no <step>.jsonl files (trainer.rollout_data_dir and trainer.validation_data_dir hold them)"
-        )
-    return dict(sorted(files.items()))
-
-
-def select_steps(files: dict[int | None, Path], step: str | int = "latest") -> list[tuple[int | None, Path]]:
-    """``latest`` (the highest step), ``all``, or one step number."""
-    if step == "all":
-        return sorted(files.items(), key=lambda item: -1 if item[0] is None else item[0])
-    if step == "latest":
-        numbered = [s for s in files if s is not None]
-        chosen = max(numbered) if numbered else None
-        return [(chosen, files[chosen])]
-    try:
-        wanted = int(step)
-    except (TypeError, ValueError):
-        raise EvaluationInputError(f"--step must be latest, all or a step number, got {step!r}") from None
-    if wanted not in files:
-        have = ", ".join(str(s) for s in files if s is not None) or "none"
-        raise EvaluationInputError(f"no dump for step {wanted} (steps: {have})")
-    return [(wanted, files[wanted])]
 
 
 def read_validation_data(paths: list[str | Path]) -> list[ValidationRow]:
@@ -222,9 +207,9 @@ def read_dump_file(
     path = Path(path)
     lines = read_jsonl(path)
     number, first = lines[0]
-    step = int(path.stem) if path.stem.isdigit() else None
+    step = int(path.stem) if STEP_NAME.fullmatch(path.stem) else None
     value = first.get("step")
-    line_step = int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    line_step = _step_or_none(value)
     if "response" in first and generations:
         prompts = _generation_prompts(path, lines)
         return DumpFile(path, step, "generations", prompts, True, [], len(lines), line_step)
@@ -233,9 +218,11 @@ def read_dump_file(
             raise EvaluationInputError(
                 f"{path}: a verl dump names no data source; give the validation parquet (--data)"
             )
-        prompts, disagreements, by_uid = _dump_prompts(path, lines, index)
+        prompts, disagreements, by_uid, duplicates = _dump_prompts(path, lines, index)
         grouped_by = "uid" if by_uid else "prompt"
-        return DumpFile(path, step, grouped_by, prompts, index is not None, disagreements, len(lines), line_step)
+        return DumpFile(
+            path, step, grouped_by, prompts, index is not None, disagreements, len(lines), line_step, duplicates
+        )
     if not generations:
         raise EvaluationInputError(f"{path} line {number}: not a verl dump (no input/output keys)")
     raise EvaluationInputError(
@@ -256,26 +243,24 @@ def disagreement_note(disagreements: list[TruthDisagreement]) -> str | None:
     )
 
 
-def read_jsonl(path: Path) -> list[tuple[int, dict]]:
-    lines = []
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise EvaluationInputError(f"{path} line {number}: not UTF-8 text ({exc.reason})") from None
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise EvaluationInputError(f"{path} line {number}: not JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise EvaluationInputError(f"{path} line {number}: not a JSON object")
-            lines.append((number, record))
-    if not lines:
-        raise EvaluationInputError(f"{path}: empty")
-    return lines
+def duplicate_note(duplicates: list[DuplicateUid], differing: str = "the first copy counts") -> str | None:
+    """One line on the dump lines that repeat a uid of their step file (None when there are none): how many, in
+    which files (steps), and what was done with copies that differ (``differing``)."""
+    if not duplicates:
+        return None
+    by_file: dict[Path, int] = defaultdict(int)
+    for duplicate in duplicates:
+        by_file[duplicate.path] += 1
+    where = ", ".join(f"{path.name}: {count}" for path, count in list(by_file.items())[:5])
+    if len(by_file) > 5:
+        where += f", ... ({len(by_file)} files)"
+    conflicting = [d for d in duplicates if d.conflicting]
+    example = conflicting[0] if conflicting else duplicates[0]
+    return (
+        f"{len(duplicates)} dump line(s) repeat a uid already in their step file ({where}): an identical copy counts "
+        f"once; {len(conflicting)} differ from the first copy in input, output, gts, score or acc: {differing}; e.g. "
+        f"{example.path} line {example.line} repeats uid {example.uid!r} of line {example.first_line}"
+    )
 
 
 # --------------------------------------------------------------------------------------------- generation files
@@ -320,10 +305,16 @@ def _generation_prompts(path: Path, lines: list[tuple[int, dict]]) -> list[Promp
 
 def _dump_prompts(
     path: Path, lines: list[tuple[int, dict]], index: PromptIndex | None
-) -> tuple[list[PromptSamples], list[TruthDisagreement], bool]:
-    """Each prompt's samples, joined to its row (see the module docstring); and whether it was grouped by uid."""
+) -> tuple[list[PromptSamples], list[TruthDisagreement], bool, list[DuplicateUid]]:
+    """Each prompt's samples, joined to its row (see the module docstring); whether it was grouped by uid; and the
+    lines that repeat a uid."""
     line_of = {id(record): number for number, record in lines}
-    groups = prompt_groups(path, lines)
+    groups, duplicates = _group_lines(path, lines)
+    conflicting: dict[str, list[str]] = defaultdict(list)
+    for duplicate in duplicates:
+        mine = conflicting[_prompt_of_uid(duplicate.uid)]
+        if duplicate.conflicting and duplicate.uid not in mine:
+            mine.append(duplicate.uid)
     unmatched, ambiguous, disagreements, prompts = [], [], [], []
     for key, records in groups.items():
         first = line_of[id(records[0])]
@@ -360,7 +351,7 @@ def _dump_prompts(
             )
             for record in records
         )
-        prompts.append(PromptSamples(key, first, rendered, samples))
+        prompts.append(PromptSamples(key, first, rendered, samples, tuple(conflicting.get(key, ()))))
     problems = []
     if unmatched:
         number, rendered = unmatched[0]
@@ -376,19 +367,42 @@ def _dump_prompts(
         )
     if problems:
         raise EvaluationInputError(f"{path}: " + "; ".join(problems) + " (is --data the run's parquet?)")
-    return prompts, disagreements, all(key.startswith("uid ") for key in groups)
+    return prompts, disagreements, all(key.startswith("uid ") for key in groups), duplicates
 
 
 def prompt_groups(path: Path, lines: list[tuple[int, dict]]) -> dict[str, list[dict]]:
-    """The dump's samples by prompt: by the uuid of V1's ``uid`` (last output per session), else by ``input``."""
+    """The dump's samples by prompt: by the uuid of V1's ``uid`` (last output per session), else by ``input``.
+
+    A line whose uid an earlier line of the file has is a *duplicate* (:class:`DuplicateUid`, counted in
+    :attr:`DumpFile.duplicates` and reported with :func:`duplicate_note`): the first copy is the sample (as verl's
+    own metrics keep the first); a copy that differs from it (in input, output, gts, score or acc) marks its prompt's
+    :attr:`PromptSamples.conflicting_uids`, which ``analyze`` leaves unverified. Legacy dumps have no uid: two equal
+    lines are two sessions that answered alike."""
+    return _group_lines(path, lines)[0]
+
+
+def _prompt_of_uid(uid: str) -> str:
+    return f"uid {uid.rsplit('_', 2)[0]}"
+
+
+def _group_lines(path: Path, lines: list[tuple[int, dict]]) -> tuple[dict[str, list[dict]], list[DuplicateUid]]:
     finals: dict[tuple[str, str], tuple[int, dict]] = {}  # (prompt, session) -> (output index, record)
     first_lines: dict[str, int] = {}  # legacy: input text -> the line it first appears on
+    seen: dict[str, tuple[int, dict]] = {}  # uid -> (line, record) of its first copy
+    duplicates: list[DuplicateUid] = []
     for number, record in lines:
         for key in ("input", "output"):
             if not isinstance(record.get(key), str):
                 raise EvaluationInputError(f"{path} line {number}: {key} is missing or not a string")
-        parts = str(record.get("uid", "")).rsplit("_", 2)
-        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+        uid = str(record.get("uid", ""))
+        parts = uid.rsplit("_", 2)
+        if len(parts) == 3 and STEP_NAME.fullmatch(parts[1]) and STEP_NAME.fullmatch(parts[2]):
+            if uid in seen:
+                first_line, first = seen[uid]
+                differs = any(first.get(key) != record.get(key) for key in _SAMPLE_KEYS)
+                duplicates.append(DuplicateUid(path, number, first_line, uid, differs))
+                continue
+            seen[uid] = (number, record)
             prompt, session, output = f"uid {parts[0]}", parts[1], int(parts[2])
         else:  # legacy trainer: the samples of a prompt share their input text; each line is a session
             prompt = f"input of line {first_lines.setdefault(record['input'], number)}"
@@ -403,7 +417,7 @@ def prompt_groups(path: Path, lines: list[tuple[int, dict]]) -> dict[str, list[d
     groups: dict[str, list[dict]] = defaultdict(list)
     for (prompt, _), (_, record) in finals.items():
         groups[prompt].append(record)
-    return dict(groups)
+    return dict(groups), duplicates
 
 
 def _text_or_none(value: Any) -> str | None:
@@ -413,4 +427,17 @@ def _text_or_none(value: Any) -> str | None:
 def _number_or_none(value: Any) -> float | None:
     if isinstance(value, bool):
         return float(value)
-    return float(value) if isinstance(value, (int, float)) else None
+    if not isinstance(value, (int, float)):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond a float: not a finite number (refused where a score must be one)
+        return math.inf if value > 0 else -math.inf
+
+
+def _step_or_none(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return int(value)

@@ -30,9 +30,17 @@ from typing import Any
 
 from arena_verl.core.names import DIVERSITY_TOL
 from arena_verl.core.routing import is_uniform
-from arena_verl.data.dumps import NO_DATA_SOURCE, EvaluationInputError, Sample, TruthDisagreement, find_dump_files
+from arena_verl.data.dumps import (
+    NO_DATA_SOURCE,
+    DuplicateUid,
+    EvaluationInputError,
+    Sample,
+    TruthDisagreement,
+    count_lines,
+    find_dump_files,
+)
 from arena_verl.evaluation.scoring import Scorer
-from arena_verl.evaluation.verified import NO_GROUND_TRUTH, VerifiedGroup, read_verified
+from arena_verl.evaluation.verified import DUPLICATE_UID, NO_GROUND_TRUTH, VerifiedGroup, read_verified
 
 __all__ = ["NO_DATA_SOURCE", "Group", "DumpGroups", "count_dump_lines", "read_groups"]
 
@@ -77,14 +85,14 @@ class DumpGroups:
     grouped_by: str  # "uid" (V1 dumps) or "prompt" (legacy dumps: samples sharing their input text)
     notes: list[str]
     disagreements: list[TruthDisagreement] = field(default_factory=list)  # parquet ground truth != the dump's
+    duplicates: dict[int, list[DuplicateUid]] = field(default_factory=dict)  # step -> lines that repeat a uid
 
 
 def count_dump_lines(dump: str | Path) -> int:
     """The number of lines of the dump's ``<step>.jsonl`` files (the progress bar's total)."""
     total = 0
     for path in find_dump_files(dump).values():
-        with path.open("rb") as handle:
-            total += sum(1 for _ in handle)
+        total += count_lines(path)
     return total
 
 
@@ -107,7 +115,7 @@ def read_groups(
     progress : callable, optional
         Called with the number of dump lines each time a chunk of them has been read and verified.
     """
-    groups, notes, grouped_by, disagreements = [], [], set(), []
+    groups, notes, grouped_by, disagreements, duplicates = [], [], set(), [], defaultdict(list)
     for verified in read_verified(dump, scorer, data=data or (), progress=progress):
         file = verified.file
         grouped_by.add(file.grouped_by)
@@ -116,6 +124,8 @@ def read_groups(
         step = file.step if file.step is not None else file.line_step or 0
         groups += [_group(step, group, file.path) for group in verified.groups]
         disagreements += verified.disagreements
+        if file.duplicates:
+            duplicates[step] += file.duplicates
     if grouped_by == {"prompt"}:
         notes.append(
             "legacy dump (no uid): groups are the samples that share their prompt text; two rows of a batch with "
@@ -124,12 +134,14 @@ def read_groups(
     if not data:
         notes.append("no --data: every group was verified as math (give the training parquet for data sources)")
     notes += _unverified_notes(groups)
-    return DumpGroups(groups, grouped_by.pop(), notes, disagreements)
+    return DumpGroups(groups, grouped_by.pop(), notes, disagreements, dict(duplicates))
 
 
 def _group(step: int, group: VerifiedGroup, path: Path) -> Group:
-    """What the summary keeps of a verified group (no texts)."""
-    if group.unverified_because in (None, NO_GROUND_TRUTH):
+    """What the summary keeps of a verified group (no texts). A group with a uid whose copies differ is unverified
+    (:data:`DUPLICATE_UID`): which of them the run trained on is unknown."""
+    correct = group.correct
+    if group.unverified_because in (None, NO_GROUND_TRUTH, DUPLICATE_UID):
         why = group.unverified_because
     elif group.kind == "unknown":  # the Scorer's own reason names an option of the evaluation
         why = UNKNOWN_KIND
@@ -139,7 +151,7 @@ def _group(step: int, group: VerifiedGroup, path: Path) -> Group:
         step=step,
         data_source=group.data_source,
         kind=group.kind,
-        correct=group.correct,
+        correct=correct,
         scores=tuple(_score(path, sample) for sample in group.samples),
         lengths=tuple(len(sample.response) for sample in group.samples),
         unverified_because=why,

@@ -37,9 +37,20 @@ from arena_verl.data.dumps import (
 )
 from arena_verl.evaluation.scoring import UNVERIFIED_REASONS, Scorer, benchmark_kind
 
-__all__ = ["NO_GROUND_TRUTH", "UNVERIFIED_REASONS", "VerifiedFile", "VerifiedGroup", "read_verified", "verify_prompts"]
+__all__ = [
+    "DIFFERING_COPIES",
+    "DUPLICATE_UID",
+    "NO_GROUND_TRUTH",
+    "UNVERIFIED_REASONS",
+    "VerifiedFile",
+    "VerifiedGroup",
+    "read_verified",
+    "verify_prompts",
+]
 
 NO_GROUND_TRUTH = "no ground truth (gts) in the dump"
+DIFFERING_COPIES = "their group is unverified"  # what the tools do with a uid whose copies differ
+DUPLICATE_UID = "a uid occurs twice in its step file with different samples (which copy the run trained on is unknown)"
 _SCORING_CHUNK = 256  # samples per scorer call: big enough to keep the verifier's workers busy, small for a bar
 
 
@@ -85,6 +96,10 @@ class VerifiedFile:
     @property
     def disagreements(self) -> list[TruthDisagreement]:
         return self.file.disagreements
+
+    @property
+    def duplicates(self) -> list:
+        return self.file.duplicates  # lines repeating a uid of their step file (DuplicateUid)
 
 
 def read_verified(
@@ -135,7 +150,9 @@ def verify_prompts(
     outcome: dict[int, tuple[tuple[bool, ...] | None, tuple[str, ...], str | None, str | None]] = {}
     by_source: dict[tuple[str, str], list[int]] = {}
     for position, prompt in enumerate(prompts):
-        if prompt.samples[0].ground_truth is None and not scorer.options.use_dumped_scores:
+        if prompt.conflicting_uids:  # two different copies of one sample: which one the run trained on is unknown
+            outcome[position] = (None, (), None, DUPLICATE_UID)
+        elif prompt.samples[0].ground_truth is None and not scorer.options.use_dumped_scores:
             outcome[position] = (None, (), None, NO_GROUND_TRUTH)  # a verifier would call every answer wrong
         else:
             by_source.setdefault((prompt.samples[0].benchmark, kinds[position]), []).append(position)

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from arena_verl.core.errors import EXIT_OK, InputError
-from arena_verl.data.dumps import disagreement_note
+from arena_verl.data.dumps import disagreement_note, duplicate_note
 from arena_verl.evaluation.report import (
     UNVERIFIED_REASONS,
     Scorer,
@@ -30,7 +30,7 @@ from arena_verl.evaluation.report import (
     render_table,
     report_json,
 )
-from arena_verl.evaluation.verified import read_verified
+from arena_verl.evaluation.verified import DIFFERING_COPIES, read_verified
 from arena_verl.tools.errors import guarded, write_output
 from arena_verl.tools.options import add_data, add_verification, scoring_options
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     options = scoring_options(args, use_dumped_scores=args.use_dumped_scores)
     if args.json is not None:
         check_writable(args.json, what="--json")  # before hours of scoring, not after
-    reports, disagreements = [], []
+    reports, disagreements, duplicates = [], [], []
     with Scorer(options) as scorer:
         for verified in read_verified(
             args.dumps, scorer, data=args.data, step=args.step, need_data=True, generations=True
@@ -73,12 +73,18 @@ def run(args: argparse.Namespace) -> int:
             results = evaluate_groups(verified.groups, ks=args.k, allow_unequal_n=args.allow_unequal_n)
             reports.append(StepReport(verified.file.step, str(verified.file.path), results))
             disagreements += verified.disagreements
+            duplicates += verified.duplicates
     if args.json is not None:  # written before the table: a failed write leaves nothing printed as if done
-        extra = {"dumps": args.dumps, "data": args.data, "ground_truth_disagreements": len(disagreements)}
+        extra = {
+            "dumps": args.dumps,
+            "data": args.data,
+            "ground_truth_disagreements": len(disagreements),
+            "duplicate_uids": len(duplicates),
+        }
         write_output(args.json, report_json(reports, options, extra) + "\n", what="--json")
-    note = disagreement_note(disagreements)
-    if note:
-        print(f"warning: {note}", file=sys.stderr)
+    for note in (disagreement_note(disagreements), duplicate_note(duplicates, DIFFERING_COPIES)):
+        if note:
+            print(f"warning: {note}", file=sys.stderr)
     unverified = unverified_note(reports)
     if unverified:
         print(f"warning: {unverified}", file=sys.stderr)

@@ -14,13 +14,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from arena_verl.core.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
-from arena_verl.data.dumps import disagreement_note
+from arena_verl.core.errors import EXIT_OK
+from arena_verl.data.dumps import disagreement_note, duplicate_note
 from arena_verl.evaluation.groups import count_dump_lines, read_groups
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.tables import percent
 from arena_verl.tools.analyze.report import write_report
 from arena_verl.tools.analyze.summary import judge_calls_per_step, summarise
+from arena_verl.tools.errors import guarded
 from arena_verl.tools.options import add_data, add_verification, scoring_options
 
 __all__ = ["configure_parser", "run", "main"]
@@ -35,7 +36,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     add_data(parser)
     parser.add_argument(
-        "--metrics", metavar="FILE", help="verl's file-logger output (RUN_DIR/metrics or a .jsonl): judge calls"
+        "--metrics",
+        metavar="PATH",
+        help="verl's file-logger output (RUN_DIR, RUN_DIR/metrics or one .jsonl): judge calls",
     )
     add_verification(parser)
 
@@ -43,28 +46,27 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    try:
-        options = scoring_options(args)
-        judge_calls = judge_calls_per_step(args.metrics) if args.metrics else None
-        total = count_dump_lines(args.dump)
-        with Scorer(options) as scorer, tqdm(total=total, unit="sample", desc="verifying", file=sys.stderr) as bar:
-            dump = read_groups(args.dump, scorer, data=args.data, progress=bar.update)
-    except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    summary = summarise(dump.groups, dump.grouped_by, judge_calls, dump.notes, len(dump.disagreements))
+    # Bad input raises InputError: one "error:" line and exit 2 (guarded, by main() and by the arena-verl command).
+    options = scoring_options(args)
+    judge_calls = judge_calls_per_step(args.metrics) if args.metrics else None
+    total = count_dump_lines(args.dump)
+    with Scorer(options) as scorer, tqdm(total=total, unit="sample", desc="verifying", file=sys.stderr) as bar:
+        dump = read_groups(args.dump, scorer, data=args.data, progress=bar.update)
+    duplicates = {step: len(lines) for step, lines in dump.duplicates.items()}
+    summary = summarise(dump.groups, dump.grouped_by, judge_calls, dump.notes, len(dump.disagreements), duplicates)
     inputs = {"dump": args.dump, "data": args.data, "metrics": args.metrics}
-    try:
-        page = write_report(summary, dump.groups, args.out, inputs)
-    except OSError as exc:
-        print(f"error: cannot write the report into {args.out}: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    page = write_report(summary, dump.groups, args.out, inputs)  # before any console line: nothing half-done
     totals = summary["totals"]
     for note in totals["notes"]:
         print(f"note: {note}", file=sys.stderr)
     disagreements = disagreement_note(dump.disagreements)
     if disagreements:
         print(f"warning: {disagreements}", file=sys.stderr)
+    repeated = duplicate_note(
+        [line for lines in dump.duplicates.values() for line in lines], differing="their groups are left unverified"
+    )
+    if repeated:
+        print(f"warning: {repeated} (summary.json: duplicate_uids per step and in totals)", file=sys.stderr)
     print(
         f"{totals['groups']} groups over {totals['steps']} steps, alpha {percent(totals['alpha'])}; "
         f"zero-advantage samples: {percent(totals['zero_advantage_share_rlvr'])} under RLVR, "
@@ -78,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="arena-verl analyze", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     configure_parser(parser)
-    return run(parser.parse_args(argv))
+    return guarded(run, parser.parse_args(argv))  # bad input: one "error:" line, exit 2
 
 
 if __name__ == "__main__":

@@ -3,8 +3,12 @@ self-contained page (inline style, no script, no network) that shows the plots a
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
+import os
+import tempfile
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,34 +17,47 @@ import numpy as np
 
 from arena_verl.evaluation.groups import Group
 from arena_verl.evaluation.tables import number, percent
+from arena_verl.tools.errors import InputError, write_output
 
 __all__ = ["PLOTS", "write_report"]
 
 ALL_CORRECT, ALL_INCORRECT, MIXED, UNVERIFIED = "#2a9d8f", "#e76f51", "#b8c0c8", "#8d99ae"
 _DPI = 110
 _PLOT_RIGHT = 0.8  # where the axes end (a share of the figure width); legends go beyond it
+_MAX_SOURCES = 30  # data sources drawn (most groups first); the page's table has them all
+_LABEL_CHARS = 48  # a longer name is cut in a plot (the page's table shows it whole)
 
 
 def write_report(summary: dict[str, Any], groups: list[Group], out: str | Path, inputs: dict[str, Any]) -> Path:
     """Write ``summary.json``, the plots and ``index.html`` into ``out``; returns the page's path.
 
-    ``inputs`` (the dump, data and metrics paths) is shown at the top of the page.
+    ``inputs`` (the dump, data and metrics paths) is shown at the top of the page. Each file is written whole or
+    not at all; a folder that cannot be written is an :class:`InputError` naming the file.
     """
     import matplotlib
 
     matplotlib.use("Agg")  # files only: no display, and the same pixels everywhere
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_output(out / "summary.json", json.dumps(summary, indent=2) + "\n", what="summary")
     figures = []
     for name, (caption, plot) in PLOTS.items():
         if _draw(plot, summary, groups, out / f"{name}.png"):
             figures.append((f"{name}.png", caption))
         else:  # no data for it: a plot left by an earlier report into the same folder would be stale
-            (out / f"{name}.png").unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                (out / f"{name}.png").unlink()
     page = out / "index.html"
-    page.write_text(_page(summary, figures, inputs), encoding="utf-8")
+    write_output(page, _page(summary, figures, inputs), what="report page")
     return page
+
+
+def literal(text: str, limit: int = _LABEL_CHARS) -> str:
+    """``text`` as a plot label: control characters (newlines too) shown as escapes, cut to ``limit`` characters.
+    Drawn with ``parse_math=False`` (and no TeX), so ``$`` is a dollar sign, never math text."""
+    shown = "".join(
+        ch if unicodedata.category(ch)[0] != "C" else ch.encode("unicode_escape").decode("ascii") for ch in str(text)
+    )
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
 
 
 # --------------------------------------------------------------------------------------------------------- plots
@@ -49,19 +66,38 @@ def write_report(summary: dict[str, Any], groups: list[Group], out: str | Path, 
 def _draw(plot: Callable, summary: dict, groups: list[Group], path: Path) -> bool:
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(9, 3.6), dpi=_DPI)
+    # The defaults, whatever the user's matplotlibrc says (text.usetex would read every label as TeX).
+    with plt.style.context("default"), plt.rc_context({"text.usetex": False}):
+        figure, axes = plt.subplots(figsize=(9, 3.6), dpi=_DPI)
+        try:
+            return _draw_on(figure, axes, plot, summary, groups, path)
+        finally:
+            plt.close(figure)
+
+
+def _draw_on(figure, axes, plot: Callable, summary: dict, groups: list[Group], path: Path) -> bool:
+    if not plot(axes, summary, groups):
+        return False
+    axes.spines[["top", "right"]].set_visible(False)
+    if plot is _data_sources:  # data source names need a left margin of their own
+        figure.tight_layout(rect=(0, 0, _PLOT_RIGHT, 1))
+    else:  # the same margins on every plot over steps, so that their step axes line up on the page
+        figure.subplots_adjust(left=0.08, right=_PLOT_RIGHT, bottom=0.15, top=0.88)
+    _save_png(figure, path)
+    return True
+
+
+def _save_png(figure, path: Path) -> None:
+    """``path`` whole or not at all (a temporary file, then a rename), as :func:`write_output` does for text."""
     try:
-        if not plot(axes, summary, groups):
-            return False
-        axes.spines[["top", "right"]].set_visible(False)
-        if plot is _data_sources:  # data source names need a left margin of their own
-            figure.tight_layout(rect=(0, 0, _PLOT_RIGHT, 1))
-        else:  # the same margins on every plot over steps, so that their step axes line up on the page
-            figure.subplots_adjust(left=0.08, right=_PLOT_RIGHT, bottom=0.15, top=0.88)
-        figure.savefig(path)
-        return True
-    finally:
-        plt.close(figure)
+        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        with os.fdopen(fd, "wb") as handle:
+            figure.savefig(handle, format="png")
+        os.replace(temporary, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError, UnboundLocalError):
+            os.unlink(temporary)
+        raise InputError(f"plot {path}: cannot be written ({exc.strerror or exc}); summary.json was written") from None
 
 
 def _step_axis(axes, steps: list[dict]) -> tuple[np.ndarray, float]:
@@ -122,7 +158,10 @@ def _rewards(axes, _summary, groups: list[Group]) -> bool:
         return False
     values = [v for vs in scores.values() for v in vs]
     low, high = min(values), max(values)
-    bins = np.linspace(low - 0.5, high + 0.5, 2) if low == high else np.linspace(low, high, 21)
+    if not np.isfinite(np.float64(high) - np.float64(low)):  # no axis spans it (±1e308); summary.json has them
+        return False
+    t = np.linspace(0.0, 1.0, 21)  # low * (1 - t) + high * t: finite even when high - low is not (±1e308)
+    bins = np.linspace(low - 0.5, high + 0.5, 2) if low == high else low * (1 - t) + high * t
     _stacked_histogram(axes, scores, bins)
     axes.set_xlabel("dumped reward (score, after the arena)")
     axes.set_ylabel("samples")
@@ -146,7 +185,8 @@ def _data_sources(axes, summary: dict, _groups) -> bool:
     sources = {name: c for name, c in summary["totals"]["data_sources"].items() if c["groups"]}
     if not sources:
         return False
-    names = list(sources)[::-1]  # first name on top
+    shown = sorted(sources, key=lambda n: -sources[n]["groups"])[:_MAX_SOURCES]  # a figure has a size limit
+    names = [n for n in sources if n in shown][::-1]  # first name on top
     y = np.arange(len(names))
     left = np.zeros(len(names))
     for key, color, label in (
@@ -157,10 +197,11 @@ def _data_sources(axes, summary: dict, _groups) -> bool:
         share = np.array([100 * sources[n][key] / sources[n]["groups"] for n in names])
         axes.barh(y, share, left=left, color=color, label=label)
         left += share
-    axes.set_yticks(y, [f"{n} ({sources[n]['groups']} groups)" for n in names])
+    axes.set_yticks(y, [f"{literal(n)} ({sources[n]['groups']} groups)" for n in names], parse_math=False)
     axes.set_xlim(0, 100)
     axes.set_xlabel("% of groups")
-    axes.set_title("Groups per data source")
+    more = len(sources) - len(names)
+    axes.set_title(f"Groups per data source{f' ({more} more in the table below)' if more else ''}")
     _legend(axes)
     axes.figure.set_size_inches(9, 1.6 + 0.45 * len(names))
     return True

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from arena_verl.data.dumps import EvaluationInputError
-from arena_verl.evaluation.groups import Group
-from arena_verl.tools.runlog import step_rows
+from arena_verl.evaluation.groups import DUPLICATE_UID, Group
+from arena_verl.tools.runlog import metrics_files, step_rows
 
 __all__ = ["NON_DIVERSE", "count_groups", "judge_calls_per_step", "summarise"]
 
@@ -77,6 +77,7 @@ def summarise(
     judge_calls: dict[int, float | None] | None = None,
     notes: Iterable[str] = (),
     ground_truth_disagreements: int = 0,
+    duplicate_uids: dict[int, int] | None = None,
 ) -> dict[str, Any]:
     """``summary.json``: ``{"steps": [{"step", counts..., "judge_calls", "data_sources"}, ...], "totals": {counts
     of the run..., "judge_calls", "grouped_by", "response_chars", "reward", "data_sources", "notes",
@@ -84,8 +85,11 @@ def summarise(
 
     ``judge_calls`` maps a training step to its logged ``arena/judge_calls`` (None: no ``--metrics``);
     ``ground_truth_disagreements`` counts the prompts whose ``--data`` ground truth is not the dump's (verified
-    against the dump's, see :mod:`arena_verl.data.dumps`).
+    against the dump's, see :mod:`arena_verl.data.dumps`); ``duplicate_uids`` maps a step to its dump lines that
+    repeat a uid of the step (``duplicate_uids`` of the step and the totals; the groups whose copies differ are
+    unverified, ``duplicate_uid_groups_unverified``).
     """
+    duplicate_uids = duplicate_uids or {}
     by_step: dict[int, list[Group]] = defaultdict(list)
     by_source: dict[str, list[Group]] = defaultdict(list)
     for group in groups:
@@ -101,6 +105,7 @@ def summarise(
                 "step": step,
                 **count_groups(by_step[step]),
                 "judge_calls": None if judge_calls is None else judge_calls.get(step),
+                "duplicate_uids": duplicate_uids.get(step, 0),
                 "data_sources": {source: count_groups(per_source[source]) for source in sorted(per_source)},
             }
         )
@@ -116,20 +121,49 @@ def summarise(
     totals["data_sources"] = {source: count_groups(by_source[source]) for source in sorted(by_source)}
     totals["notes"] = list(notes)
     totals["ground_truth_disagreements"] = ground_truth_disagreements
+    totals["duplicate_uids"] = sum(duplicate_uids.values())
+    totals["duplicate_uid_groups_unverified"] = sum(g.unverified_because == DUPLICATE_UID for g in groups)
     return {"steps": steps, "totals": totals}
 
 
 def judge_calls_per_step(metrics: str | Path) -> dict[int, float | None]:
-    """``{training step: arena/judge_calls}`` from verl's file logger output (a file or a run folder)."""
-    try:
-        rows = step_rows(Path(metrics))
-    except FileNotFoundError as exc:
-        raise EvaluationInputError(str(exc)) from None
-    if not rows:
+    """``{training step: arena/judge_calls}`` from verl's file logger output: a metrics file, the metrics folder
+    (``RUN_DIR/metrics``: verl's FileLogger writes one ``<attempt>.jsonl`` per attempt) or ``RUN_DIR`` itself. A step
+    logged by several attempts: the later attempt's record wins."""
+    steps: dict[int, float | None] = {}
+    for file in metrics_files_of(Path(metrics)):
+        try:
+            rows = step_rows(file)
+        except OSError as exc:
+            raise EvaluationInputError(f"--metrics {file}: cannot be read ({exc.strerror or exc})") from None
+        for row in rows:
+            if row["step"] is not None:  # a record whose step is no finite number names no step
+                steps[int(row["step"])] = row["judge_calls"]
+    if not steps:
         raise EvaluationInputError(
-            f"{metrics}: no training step logged (verl's file logger writes training/global_step)"
+            f"--metrics {metrics}: no training step logged (verl's file logger writes training/global_step)"
         )
-    return {int(row["step"]): row["judge_calls"] for row in rows}
+    return dict(sorted(steps.items()))
+
+
+def metrics_files_of(path: Path) -> list[Path]:
+    """The metrics files ``--metrics`` names, oldest attempt first: the file; ``RUN_DIR`` (its ``metrics.jsonl`` and
+    ``metrics/*.jsonl``, as :func:`arena_verl.tools.runlog.metrics_files`); or a folder of ``*.jsonl`` (the metrics
+    folder). An entry that is not a regular file (a dangling symlink, a folder) is an error naming it."""
+    if not path.is_dir():
+        if not path.is_file():
+            raise EvaluationInputError(f"--metrics {path}: no such file (give RUN_DIR, RUN_DIR/metrics or a .jsonl)")
+        return [path]
+    files = metrics_files(path) or sorted(path.glob("*.jsonl"))
+    if not files:
+        raise EvaluationInputError(
+            f"--metrics {path}: no metrics (the recipes write RUN_DIR/metrics/<attempt>.jsonl; give RUN_DIR, "
+            "RUN_DIR/metrics or a .jsonl)"
+        )
+    for file in files:
+        if not file.is_file():
+            raise EvaluationInputError(f"--metrics {file}: not a readable file (a dangling symlink or a folder?)")
+    return files
 
 
 def _length_distribution(groups: list[Group]) -> dict[str, float | None]:
@@ -154,9 +188,12 @@ def _reward_distribution(scores: list[float]) -> dict[str, Any]:
     if not scores:
         return {"mean": None, "min": None, "max": None, "histogram": {"edges": [], "counts": []}}
     values = np.array(scores, dtype=float)
-    counts, edges = np.histogram(values, bins=_REWARD_BINS)
+    low, high = float(values.min()), float(values.max())
+    t = np.linspace(0.0, 1.0, _REWARD_BINS + 1)  # low * (1 - t) + high * t: finite even when high - low is not
+    bins = _REWARD_BINS if low == high else low * (1 - t) + high * t
+    counts, edges = np.histogram(values, bins=bins)
     return {
-        "mean": float(values.mean()),
+        "mean": _mean(scores),
         "min": float(values.min()),
         "max": float(values.max()),
         "histogram": {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]},
@@ -168,4 +205,5 @@ def _share(part: float | None, whole: float) -> float | None:
 
 
 def _mean(values: list[float]) -> float | None:
-    return float(np.mean(values)) if values else None
+    """Finite for finite values (each divided first: the mean of ±1e308 does not overflow)."""
+    return float(np.sum(np.asarray(values, dtype=float) / len(values))) if values else None

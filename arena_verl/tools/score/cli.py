@@ -10,8 +10,9 @@ from typing import Any
 
 from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError
 from arena_verl.core.tournament import STRATEGIES
-from arena_verl.data.dumps import disagreement_note
+from arena_verl.data.dumps import disagreement_note, duplicate_note
 from arena_verl.evaluation.scoring import Scorer
+from arena_verl.evaluation.verified import DIFFERING_COPIES
 from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec, judge_spec
 from arena_verl.tools.errors import guarded
 from arena_verl.tools.options import add_data, add_verification, check_workers, scoring_options
@@ -96,9 +97,9 @@ def run(args: argparse.Namespace) -> int:
                 f"{args.out}: {legacy} line(s) from before score files recorded their dump (no dump_file): checked "
                 "against this dump's group keys and responses only"
             )
-        note = disagreement_note(summary.disagreements)
-        if note:
-            print(f"warning: {note}", file=sys.stderr)
+        for note in (disagreement_note(summary.disagreements), duplicate_note(summary.duplicates, DIFFERING_COPIES)):
+            if note:
+                print(f"warning: {note}", file=sys.stderr)
         if judge_settings.backend == "simulated":
             print(SIMULATED_NOTE)
         if out.repaired:

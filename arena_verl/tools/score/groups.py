@@ -53,6 +53,7 @@ class DumpSummary:
     statuses: Counter = field(default_factory=Counter)  # the verifier's per-sample statuses
     disagreements: list[TruthDisagreement] = field(default_factory=list)  # --data's ground truth is not the dump's
     keys: dict[int | None, set[str]] = field(default_factory=dict)  # step -> every group key read (any outcome)
+    duplicates: list = field(default_factory=list)  # dump lines repeating a uid of their step file (DuplicateUid)
 
 
 def file_identity(path: Path) -> str:
@@ -80,6 +81,7 @@ def read_dump_groups(dump: Path, step: str, data: list, scorer: Scorer) -> tuple
     for verified in read_verified(dump, scorer, data=data, step=step):
         summary.files += 1
         summary.disagreements += verified.disagreements
+        summary.duplicates += verified.duplicates
         disagreeing = {d.line for d in verified.disagreements}
         identity = file_identity(verified.file.path)
         keys = summary.keys.setdefault(verified.file.step, set())
