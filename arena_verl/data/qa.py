@@ -72,9 +72,14 @@ def _non_finite(name: str) -> float:
     return float(name)
 
 
+def _json_float(text: str) -> JsonNumber | float:
+    """A float literal as its text, unless it overflows (``1e999``): then the infinity it means, refused like one."""
+    return JsonNumber(text) if math.isfinite(float(text)) else float(text)
+
+
 def load_json(text: str | bytes) -> Any:
     """``json.loads`` with every number kept as its source text (a :class:`JsonNumber`)."""
-    return json.loads(text, parse_int=JsonNumber, parse_float=JsonNumber, parse_constant=_non_finite)
+    return json.loads(text, parse_int=JsonNumber, parse_float=_json_float, parse_constant=_non_finite)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 from arena_verl.core.errors import EXIT_OK, InputError
-from arena_verl.data.dumps import disagreement_note, duplicate_note
+from arena_verl.data.dumps import disagreement_note, duplicate_note, find_dump_files
 from arena_verl.evaluation.report import (
     UNVERIFIED_REASONS,
     Scorer,
@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     options = scoring_options(args, use_dumped_scores=args.use_dumped_scores)
     if args.json is not None:
         check_writable(args.json, what="--json")  # before hours of scoring, not after
+        _refuse_an_input_as_output(args)
     reports, disagreements, duplicates = [], [], []
     with Scorer(options) as scorer:
         for verified in read_verified(
@@ -90,6 +91,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {unverified}", file=sys.stderr)
     print(render_table(reports))
     return EXIT_OK
+
+
+def _refuse_an_input_as_output(args) -> None:
+    """``--json`` must not replace a file the report is made from (a dump file or a --data parquet)."""
+    target = Path(args.json).resolve()
+    inputs = [*find_dump_files(args.dumps).values(), *(Path(p) for p in args.data or [])]
+    if any(target == Path(p).resolve() for p in inputs):
+        raise InputError(f"--json {args.json}: is one of the files read (the dump or --data): choose another path")
 
 
 def check_writable(path: Path, what: str) -> None:

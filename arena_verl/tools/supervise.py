@@ -39,6 +39,8 @@ __all__ = ["run_supervised", "reap_descendants"]
 _PR_SET_CHILD_SUBREAPER = 36
 TIMEOUT_RC = 124
 
+COMMAND_NOT_STARTED_RC = 127  # summary.json's rc when the command could not be started (the shell's code)
+
 
 def become_subreaper() -> bool:
     try:
@@ -100,7 +102,11 @@ def run_supervised(command: list[str], timeout_s: float, log_path: Path, grace_s
     log_path.parent.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     log = open(log_path, "ab")  # noqa: SIM115  (closed after the tee thread; appended: a resumed run keeps the log)
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    except OSError:
+        log.close()
+        raise
     tee = threading.Thread(target=_tee, args=(child.stdout, log), daemon=True)
     tee.start()
     received: list[int] = []
@@ -185,7 +191,12 @@ def run(args: argparse.Namespace) -> int:
             pass
     except OSError as exc:
         raise InputError(f"--out {args.out}: cannot be written ({exc.strerror or exc})") from None
-    rc, wall, reaped = run_supervised(command, args.timeout, log_path)
+    start_error = None
+    try:
+        rc, wall, reaped = run_supervised(command, args.timeout, log_path)
+    except OSError as exc:  # not found, not executable: the summary still says what happened
+        rc, wall, reaped = COMMAND_NOT_STARTED_RC, 0.0, 0
+        start_error = f"{command[0]}: cannot be started ({exc.strerror or exc})"
     summary = summarise(args.metrics, rc=rc, wall_s=wall)
     summary["processes_reaped"] = reaped
     try:
@@ -195,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
         return rc or EXIT_BAD_INPUT
     print(f"{args.label}: {one_line(summary)}  -> {args.out / 'summary.json'}", flush=True)
+    if start_error:
+        raise InputError(start_error)
     return rc
 
 

@@ -203,3 +203,13 @@ def test_json_numbers_outside_the_answer_stay_text_too(tmp_path):
     source.write_text(json.dumps({"problem_idx": 7, "problem": "Q", "answer": 1}) + "\n")
     prepare("aime2025", [source], tmp_path / "out.parquet")
     assert pd.read_parquet(tmp_path / "out.parquet").extra_info[0]["source_id"] == "7"
+
+
+def test_a_json_number_too_large_for_a_float_is_an_infinite_answer_and_refused(tmp_path, capsys):
+    from arena_verl.data.convert import main
+
+    source = tmp_path / "big.jsonl"
+    source.write_text('{"question": "q", "answer": 1e999}\n')
+    argv = ["convert", str(source), "--output", str(tmp_path / "o.parquet"), "--data-source", "x", "--split", "test"]
+    assert main([*argv, "--question-key", "question"]) == 2
+    assert "'answer' is inf" in capsys.readouterr().err and not (tmp_path / "o.parquet").exists()

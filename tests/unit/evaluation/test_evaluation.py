@@ -456,6 +456,16 @@ def test_cli_exit_codes(v1_run, tmp_path, capsys):
     assert no_data.returncode == 2 and "--data" in no_data.stderr
 
 
+def test_json_never_replaces_a_file_the_report_is_read_from(v1_run, capsys):
+    data = [str(path) for path in v1_run.data]
+    step_file = sorted(v1_run.dumps.glob("*.jsonl"))[0]
+    for target in (step_file, v1_run.data[0]):
+        before = target.read_bytes()
+        done = run_cli(capsys, "--dumps", str(v1_run.dumps), "--data", *data, "--json", str(target))
+        assert done.returncode == 2 and "is one of the files read" in done.stderr and done.stdout == ""
+        assert target.read_bytes() == before
+
+
 def test_a_dump_that_is_not_utf8_is_a_clear_error(tmp_path):
     from arena_verl.data.dumps import EvaluationInputError, read_jsonl
 

@@ -101,3 +101,13 @@ def test_a_summary_that_cannot_be_written_is_said_and_the_status_kept(tmp_path, 
     captured = capsys.readouterr()
     assert "summary" in captured.err and "No space left on device" in captured.err
     assert "cpu_smoke: rc=0 steps=0" in captured.out and not (tmp_path / "summary.json").exists()
+
+
+def test_a_command_that_cannot_start_still_gets_its_summary(tmp_path, capsys):
+    out = tmp_path / "run"
+    rc = supervise.main(["--timeout", "5", "--out", str(out), "--metrics", str(tmp_path / "m.jsonl"), "--", "/no/such"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert err == "error: /no/such: cannot be started (No such file or directory)\n"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rc"] == supervise.COMMAND_NOT_STARTED_RC and summary["steps"] == []
