@@ -19,6 +19,7 @@ from arena_verl.core.names import (
     EXTRACTION_MODES,
     FAILURE_POLICIES,
     JUDGE_BACKENDS,
+    VERDICT_MODES,
     MODES,
     STRATEGIES,
 )
@@ -40,6 +41,11 @@ class JudgeSettings:
     pointwise_template: str = "pointwise"
     show_reference: bool = False  # routed groups share one verifier outcome: judge the reasoning, not the answer
     max_trace_tokens: int = 4096  # each trace keeps head and tail within this budget
+    # Verdicts: "generate" parses a generated verdict; "probability" reads the labels' next-token probabilities at
+    # the verdict position (a number in [0, 1]); think_first generates the reasoning before that position.
+    verdict: str = "generate"
+    think_first: bool = False
+    low_mass_floor: float = 0.5  # probability mode: a call whose labels get less mass is counted as low-mass
     # Calls.
     max_concurrency: int = 32  # judge calls in flight per referee
     timeout_s: float = 120.0  # one generation
@@ -56,6 +62,9 @@ class JudgeSettings:
     dtype: str = "auto"
     # openai: any OpenAI-compatible chat endpoint (vllm serve, SGLang, a hosted API, verl's reward-model router).
     base_url: str | None = None
+    # openai: a file whose first line is the endpoint (the Slurm launcher's URL file). Read at start and again after
+    # a failed request, so that a judge server restarted elsewhere is found without restarting training.
+    base_url_file: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     # openai: the tokenizer that counts max_trace_tokens (a local folder or a hub id; one that cannot be loaded is an
     # error at start-up). None: model_path's when it is on this machine; else budgets in UTF-8 bytes, with a warning.
@@ -160,6 +169,7 @@ def validate(settings: ArenaSettings) -> None:
     _one_of("on_judge_failure", settings.on_judge_failure, FAILURE_POLICIES)
     _one_of("answer_extraction", settings.answer_extraction, EXTRACTION_MODES)
     _one_of("judge.backend", settings.judge.backend, JUDGE_BACKENDS)
+    _one_of("judge.verdict", settings.judge.verdict, VERDICT_MODES)
     for prefix, node in (("", settings), ("judge.", settings.judge)):
         for f in dataclasses.fields(node):
             value = getattr(node, f.name)
@@ -216,6 +226,7 @@ def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
     _in_range("judge.temperature", judge.temperature, 0.0, 100.0)
     _in_range("judge.retry_temperature", judge.retry_temperature, 0.0, 100.0)
     _in_range("judge.top_p", judge.top_p, 0.0, 1.0, low_open=True)
+    _in_range("judge.low_mass_floor", judge.low_mass_floor, 0.0, 1.0)
     _in_range("judge.sim_latency_s", judge.sim_latency_s, 0.0, 3600.0)
     _in_range("judge.sim_latency_sigma", judge.sim_latency_sigma, 0.0, 3.0)
     for key in ("sim_tie_rate", "sim_parse_failure_rate"):
@@ -224,7 +235,9 @@ def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
         return
     if judge.backend in ("transformers", "vllm") and not judge.model_path:
         raise ValueError(f"{_PREFIX}.judge.model_path is required for the {judge.backend} backend")
-    if judge.backend == "openai" and not judge.base_url:
+    if judge.base_url_file is not None and not judge.base_url_file.strip():
+        raise ValueError(f"{_PREFIX}.judge.base_url_file must be a file path or null; got ''")
+    if judge.backend == "openai" and not judge.base_url and not judge.base_url_file:
         raise ValueError(f"{_PREFIX}.judge.base_url is required for the openai backend ('verl': verl's own router)")
     if judge.tokenizer is not None and not judge.tokenizer.strip():
         raise ValueError(f"{_PREFIX}.judge.tokenizer must be a tokenizer folder or hub id, or null; got ''")

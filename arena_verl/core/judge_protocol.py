@@ -25,6 +25,7 @@ class JudgeStats:
     parse_failures: int = 0  # generations whose verdict could not be parsed (a call may re-ask)
     errors: int = 0  # generations that raised or timed out
     truncated: int = 0  # generations cut by max_new_tokens (no verdict, whatever their text; counted in parse_failures)
+    low_mass: int = 0  # probability verdicts: calls whose labels got less than low_mass_floor (still answered)
 
 
 class Reply(str):

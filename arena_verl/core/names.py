@@ -15,6 +15,7 @@ __all__ = [
     "FAILURE_POLICIES",
     "EXTRACTION_MODES",
     "JUDGE_BACKENDS",
+    "VERDICT_MODES",
     "VERIFY_STATUSES",
     "ROUTE_VERIFIER",
     "ROUTE_TOURNAMENT",
@@ -37,6 +38,8 @@ STRATEGIES = ("round_robin", "live", "random", "info_gain", "paced")
 FAILURE_POLICIES = ("tie", "drop")  # what a failed judge call becomes in the fit
 EXTRACTION_MODES = ("boxed", "lenient")  # reward.arena.answer_extraction
 JUDGE_BACKENDS = ("simulated", "transformers", "openai", "vllm")
+# reward.arena.judge.verdict: a generated verdict token, or the label probabilities at the verdict position.
+VERDICT_MODES = ("generate", "probability")
 VERIFY_STATUSES = ("correct", "wrong", "no_answer", "hedged", "empty", "timeout", "error")
 
 # Routes (extra info "arena/route").
