@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from arena_verl.judge.base import Reply
+from arena_verl.judge.endpoint import Endpoint
 from arena_verl.judge.hygiene import special_token_strings
 from arena_verl.judge.model_judge import ModelJudge, PermanentJudgeError
 from arena_verl.settings import JudgeSettings
@@ -33,8 +34,7 @@ class OpenAIJudge(ModelJudge):
                 special_tokens=special_token_strings(tokenizer),
             )
         self.tokenizer = tokenizer
-        base = settings.base_url.strip().rstrip("/")
-        self.url = base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
+        self.endpoint = Endpoint(settings.base_url, settings.base_url_file)
         self.api_key = os.environ.get(settings.api_key_env, "")
         self._session = None
 
@@ -57,14 +57,23 @@ class OpenAIJudge(ModelJudge):
             "max_tokens": self.settings.max_new_tokens,
         }
         session = await self._client()
-        async with session.post(self.url, json=payload) as response:
+        url = self.endpoint.url
+        async with session.post(url, json=payload) as response:
             if response.status in (400, 401, 403, 404, 422):
-                raise PermanentJudgeError(f"HTTP {response.status} from {self.url}: {(await response.text())[:300]}")
+                raise PermanentJudgeError(f"HTTP {response.status} from {url}: {(await response.text())[:300]}")
             response.raise_for_status()  # 429 and 5xx: transient, retried
             body = await response.json()
         choice = body["choices"][0]
         # Servers with a reasoning parser return the reasoning separately; the verdict is in the content.
         return Reply(choice["message"].get("content") or "", truncated=choice.get("finish_reason") == "length")
+
+    @property
+    def url(self) -> str:
+        return self.endpoint.url
+
+    def _after_transient_error(self, exc: BaseException) -> None:
+        # A refused connection, a reset or a timeout may mean the judge job moved: its URL file says where to.
+        self.endpoint.refresh()
 
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:
