@@ -27,7 +27,7 @@ from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from arena_verl.actors.referee_actor import forget_referee, referee_handle
-from arena_verl.core.names import FALLBACK_REFEREE_LOST
+from arena_verl.core.names import FALLBACK_REASONS, FALLBACK_REFEREE_LOST
 from arena_verl.core.referee import Submission, Verdict
 from arena_verl.core.sources import SourceKind, classify_source
 from arena_verl.judge.base import Trace
@@ -179,7 +179,17 @@ class ArenaRewardManager(RewardManagerBase):
         except Exception as exc:  # noqa: BLE001  (a lost referee never fails the step: verifier reward instead)
             logger.warning("referee for group %s unavailable (%r); verifier reward used", submission.uid, exc)
             forget_referee(s, submission.uid)
+            self._report_fallback(submission, FALLBACK_REASONS[FALLBACK_REFEREE_LOST])
             return Verdict(reward=submission.verifier_reward, fallback=FALLBACK_REFEREE_LOST)
+
+    def _report_fallback(self, submission: Submission, reason: str) -> None:
+        """Count a fallback decided here at the referee (fire and forget: a referee still gone costs the count only,
+        and the sample already has its reward)."""
+        try:
+            referee_handle(self.settings, submission.uid).count_fallback.remote(submission.step, reason)
+        except Exception as exc:  # noqa: BLE001
+            logger.debug("fallback of group %s not counted (%r)", submission.uid, exc)
+            forget_referee(self.settings, submission.uid)
 
     def _source(self, data_source: str, ability: str | None = None) -> SourceKind:
         s = self.settings

@@ -19,9 +19,9 @@ from arena_verl.core.names import (
     EXTRACTION_MODES,
     FAILURE_POLICIES,
     JUDGE_BACKENDS,
-    VERDICT_MODES,
     MODES,
     STRATEGIES,
+    VERDICT_MODES,
 )
 from arena_verl.core.sources import MATH_SOURCES, MULTIPLE_CHOICE_SOURCES
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 import zlib
 from typing import Any
 
@@ -27,6 +28,9 @@ class RefereeActor:
         # rlvr: the referee only counts groups (what the arena would route); no judge is built or called.
         judge = make_judge(settings.judge) if settings.uses_judge else _NoJudge()
         self.referee = Referee(settings, judge)
+        # Which life of the named actor this is: Ray restarts a dead referee under the same name with fresh counters,
+        # and the tracker must start its differences again rather than read a drop (or a smaller rise) as counts.
+        self.started_at = time.time()
 
     async def submit(self, submission: Submission) -> Verdict:
         return await self.referee.submit(submission)
@@ -39,7 +43,12 @@ class RefereeActor:
         return self.referee.metrics(step)
 
     async def clock(self) -> dict[str, float]:
-        return self.referee.clock()
+        return {**self.referee.clock(), "started_at": self.started_at}
+
+    async def count_fallback(self, step: int | None, reason: str) -> None:
+        """A reward worker gave a sample its verifier reward without this referee's answer (``referee_lost``): counted
+        here, where the tracker reads the counters, once the referee can be reached again."""
+        self.referee._count(step, f"fallback_{reason}")
 
     def judge_backend(self) -> str:
         return self.referee.judge.name

@@ -12,16 +12,26 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from arena_verl.core.names import FALLBACK_REASONS
 from arena_verl.core.referee.metrics import COUNTERS, derive_metrics
 from arena_verl.settings import ArenaSettings, settings_from_config
 
 logger = logging.getLogger(__name__)
 
-# Counters that only ever grow while a referee lives: one of them going down means the referee restarted. Signed sums
-# (order_effect_sum: a judge that favours the second trace fits a negative bonus) go down on their own.
+# Counters that only ever grow while a referee lives: one of them going down means the referee restarted (for a
+# referee that does not say when it started). Signed sums (order_effect_sum: a judge that favours the second trace
+# fits a negative bonus) go down on their own.
 RESTART_COUNTERS = ("samples", "groups", "judge_calls")
+# Fallback reasons in the per-step warning, in this order.
+_FALLBACKS = tuple(name for code, name in FALLBACK_REASONS.items() if code)
 
-__all__ = ["install_tracking_hook", "ArenaMetricsReader", "generation_metrics", "DISCARDED_SAMPLE_KEYS"]
+__all__ = [
+    "install_tracking_hook",
+    "ArenaMetricsReader",
+    "degraded_step_warning",
+    "generation_metrics",
+    "DISCARDED_SAMPLE_KEYS",
+]
 
 # Prompt groups verl 0.9.1's V1 replay buffer generated for a step but did not train on
 # (trainer/ppo/v1/replay_buffer.py; despite the "_samples" names, each counts prompt uids, i.e. groups of rollout.n):
@@ -62,12 +72,14 @@ class ArenaMetricsReader:
         self.settings = settings
         self.timeout_s = timeout_s
         self._previous: dict[int, dict[str, float]] = {}
+        self._started_at: dict[int, float] = {}  # each shard's referee incarnation (its start time)
 
     def step_metrics(self) -> dict[str, float]:
         import ray
 
         delta = {key: 0.0 for key in COUNTERS}
         last_arrival, last_routed_answer = 0.0, 0.0
+        restarts = 0
         for shard in range(self.settings.num_referees):
             try:
                 actor = ray.get_actor(f"{self.settings.referee_name}_{shard}")
@@ -77,8 +89,17 @@ class ArenaMetricsReader:
                 continue
             now = {key: float(shard_metrics.get(f"arena/{key}", 0.0)) for key in COUNTERS}
             before = self._previous.get(shard, {})
-            if any(now[key] < before.get(key, 0.0) for key in RESTART_COUNTERS):
-                before = {}  # this referee restarted: its counters began again
+            started_at = clock.get("started_at")
+            known = self._started_at.get(shard)
+            if (started_at is not None and known is not None and started_at != known) or any(
+                now[key] < before.get(key, 0.0) for key in RESTART_COUNTERS
+            ):
+                # This referee restarted: its counters began again (what the lost one counted since the last read is
+                # lost with it; the samples themselves kept their rewards).
+                before = {}
+                restarts += 1
+            if started_at is not None:
+                self._started_at[shard] = started_at
             for key in COUNTERS:
                 delta[key] += now[key] - before.get(key, 0.0)
             self._previous[shard] = now
@@ -89,7 +110,31 @@ class ArenaMetricsReader:
         metrics = derive_metrics(delta)
         routed = last_routed_answer > 0 and last_arrival > 0
         metrics["arena/tail_after_last_sample_s"] = max(0.0, last_routed_answer - last_arrival) if routed else 0.0
+        metrics["arena/referee_restarts"] = float(restarts)
         return metrics
+
+
+def degraded_step_warning(step: Any, metrics: dict[str, float]) -> str | None:
+    """One line for a step in which the arena could not do its work (samples given their verifier reward because
+    the judge or a referee failed, judge calls without a verdict, a referee restart), or None for a healthy step.
+    Logged once per step, beside the counters, so that a judge that is gone is seen in the log, not only in a plot."""
+    samples = metrics.get("arena/samples", 0.0)
+    fallbacks = {name: metrics.get(f"arena/fallback_{name}", 0.0) for name in _FALLBACKS}
+    fell_back = sum(fallbacks.values())
+    calls, failed = metrics.get("arena/judge_calls", 0.0), metrics.get("arena/judge_failures", 0.0)
+    restarts = metrics.get("arena/referee_restarts", 0.0)
+    if not (fell_back or failed or restarts):
+        return None
+    parts = []
+    if fell_back:
+        share = f" ({fell_back / samples:.0%})" if samples else ""
+        reasons = ", ".join(f"{name} {count:g}" for name, count in fallbacks.items() if count)
+        parts.append(f"{fell_back:g} of {samples:g} samples{share} fell back to the verifier reward: {reasons}")
+    if failed:
+        parts.append(f"{failed:g} of {calls:g} judge calls gave no verdict")
+    if restarts:
+        parts.append(f"{restarts:g} referee restart(s): counters of the lost referee since the last step are lost")
+    return f"arena step {step}: " + "; ".join(parts)
 
 
 def _uses_arena(config: Any) -> bool:
@@ -132,7 +177,11 @@ def install_tracking_hook() -> None:
                 if prompts and group_size:
                     data = {**data, **generation_metrics(data, prompts, group_size)}
                 if reader is not None:
-                    data = {**data, **reader.step_metrics()}
+                    arena = reader.step_metrics()
+                    data = {**data, **arena}
+                    warning = degraded_step_warning(step, arena)
+                    if warning:
+                        logger.warning(warning)
             except Exception as exc:  # noqa: BLE001
                 logger.warning("arena metrics not logged for step %s: %r", step, exc)
         return original_log(self, data, step, backend)

@@ -268,6 +268,11 @@ experiment_main() {
       cmd+=(reward.arena.judge.backend=openai reward.arena.judge.base_url="$(_hq "$judge_url")"
             reward.arena.judge.model_path="$(_hq "${JUDGE_SERVED_NAME:-judge}")"
             reward.arena.judge.api_key_env=JUDGE_API_KEY)
+      # Without a fixed JUDGE_URL the judge re-reads the URL file after a failed call: a judge job restarted on
+      # another node or port is found again without restarting training.
+      if [ -z "${JUDGE_URL:-}" ] && [ -n "$judge_url_file" ]; then
+        cmd+=(reward.arena.judge.base_url_file="$(_hq "$judge_url_file")")
+      fi
       [ -z "$judge_tokenizer" ] || cmd+=(reward.arena.judge.tokenizer="$(_hq "$judge_tokenizer")") ;;
     ray)
       cmd+=(reward.arena.judge.backend=vllm reward.arena.judge.model_path="$(_hq "$judge_model")"

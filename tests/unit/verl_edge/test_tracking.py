@@ -124,3 +124,63 @@ def test_verls_tracker_logs_generations_per_training_step(tmp_path, monkeypatch)
     records = [json.loads(line)["data"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert records[0]["arena/generations"] == 16 * 8 + 5 * 8 and records[0]["arena/generations_discarded"] == 40
     assert "arena/generations" not in records[1]
+
+
+def test_a_restarted_referee_is_known_by_its_start_time_even_when_its_counters_already_exceed_the_old_ones(
+    monkeypatch,
+):
+    """A referee killed after the read at 10 samples and restarted: by the next read its new life counted 12 (the
+    resubmitted samples of its groups in flight and later ones). A drop-based rule would report 2; the step has 12."""
+    clocks = [
+        {"last_arrival": 0.0, "last_routed_answer": 0.0, "started_at": 100.0},
+        {"last_arrival": 0.0, "last_routed_answer": 0.0, "started_at": 100.0},
+        {"last_arrival": 0.0, "last_routed_answer": 0.0, "started_at": 250.0},
+    ]
+    shard = FakeActor([{"arena/samples": 4.0}, {"arena/samples": 10.0}, {"arena/samples": 12.0}], clocks)
+    monkeypatch.setattr(ray, "get_actor", lambda name: shard)
+    monkeypatch.setattr(ray, "get", fake_get)
+    reader = tracking.ArenaMetricsReader(ArenaSettings(group_size=8))
+    first, second, third = (reader.step_metrics() for _ in range(3))
+    assert [m["arena/samples"] for m in (first, second, third)] == [4, 6, 12]
+    assert [m["arena/referee_restarts"] for m in (first, second, third)] == [0, 0, 1]
+
+
+def test_a_healthy_step_has_no_warning():
+    assert tracking.degraded_step_warning(3, {"arena/samples": 8.0, "arena/judge_calls": 12.0}) is None
+
+
+def test_a_degraded_step_says_what_fell_back_and_its_share():
+    metrics = {
+        "arena/samples": 8.0,
+        "arena/fallback_judge_error": 4.0,
+        "arena/fallback_deadline": 2.0,
+        "arena/judge_calls": 12.0,
+        "arena/judge_failures": 7.0,
+        "arena/referee_restarts": 1.0,
+    }
+    line = tracking.degraded_step_warning(5, metrics)
+    assert line.startswith("arena step 5: 6 of 8 samples (75%) fell back to the verifier reward")
+    assert "deadline 2" in line and "judge_error 4" in line and "referee_lost" not in line
+    assert "7 of 12 judge calls gave no verdict" in line and "1 referee restart" in line
+
+
+def test_the_tracker_hook_warns_once_per_degraded_step(monkeypatch, caplog):
+    from verl.utils.tracking import Tracking
+
+    tracking.install_tracking_hook()
+    monkeypatch.setattr(Tracking, "__init__", lambda self, *a, **k: None)
+    tracker = Tracking()
+    tracker._arena_batch_shape = (0, 0)
+    steps = iter([{"arena/samples": 8.0, "arena/fallback_judge_error": 8.0}, {"arena/samples": 8.0}])
+
+    class Reader:
+        def step_metrics(self):
+            return next(steps)
+
+    tracker._arena_metrics = Reader()
+    tracker.logger = {}  # verl's log writes to each backend in self.logger: none here
+    with caplog.at_level("WARNING", logger=tracking.logger.name):
+        for step in (1, 2):
+            Tracking.log(tracker, {"training/global_step": step}, step)
+    warnings = [r.getMessage() for r in caplog.records if r.name == tracking.logger.name]
+    assert len(warnings) == 1 and warnings[0].startswith("arena step 1: 8 of 8 samples (100%) fell back")
