@@ -46,6 +46,8 @@ def tournament_verdicts(result, rewards: np.ndarray, uniform: bool) -> list[Verd
             judge_calls=result.judge_calls,
             judge_failures=result.failed_calls,
             routed=result.failed_calls < result.judge_calls,
+            # Every call failed (a judge that is gone): the fit had nothing, the rewards are the verifier's.
+            fallback=FALLBACK_JUDGE_ERROR if 0 < result.judge_calls == result.failed_calls else 0,
         )
         for i in range(len(rewards))
     ]
