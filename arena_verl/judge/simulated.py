@@ -1,7 +1,10 @@
 """The SIMULATED trace judge: the ``backend=simulated`` judge of training, tests, benchmarks and the CPU demo. It
 never reads a trace's reasoning: each trace has a hidden quality (``extra_info.sim_quality`` when the sample carries
 one, else a seeded hash of its text), and verdicts are drawn from those qualities by the law it shares with the
-tournament benchmarks' judge (:mod:`arena_verl.judge.simulated_law`). Logs and metrics name it ``simulated``."""
+tournament benchmarks' judge (:mod:`arena_verl.judge.simulated_law`). Logs and metrics name it ``simulated``.
+With ``verdict="probability"`` (``reward.arena.judge.verdict``) it reports the law's probability that the first trace
+is better, with Beta noise of concentration ``concentration`` (:meth:`~arena_verl.judge.simulated_law.VerdictLaw.
+probability`), and an unrounded pointwise score, from the same draws as its hard verdicts."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import numpy as np
 from scipy.special import ndtri
 
 from arena_verl.judge.base import JudgeStats, Trace
-from arena_verl.judge.simulated_law import LatencyModel, SimulatedBase, VerdictLaw
+from arena_verl.judge.simulated_law import DEFAULT_CONCENTRATION, LatencyModel, SimulatedBase, VerdictLaw
 
 __all__ = ["SimulatedTraceJudge", "hashed_quality"]
 
@@ -33,7 +36,11 @@ class SimulatedTraceJudge(SimulatedBase):
     score: a uniform and a normal), then its latency. Each call waits a random latency of mean ``latency_s`` (0:
     answers at once): exponential when ``latency_sigma`` is 0 (the historical default), else log-normal with that
     sigma (of the log), e.g. 0.3 for a judge whose calls take about the same time (the live-latency benchmark's
-    protocol); :class:`~arena_verl.judge.simulated_law.LatencyModel`."""
+    protocol); :class:`~arena_verl.judge.simulated_law.LatencyModel`.
+
+    ``verdict`` is ``generate`` (hard verdicts 0 / 0.5 / 1, grades in {0, 0.5, 1}) or ``probability`` (a number in
+    [0, 1] from the same three uniforms, Beta noise of ``concentration`` around the law's P(first is better); a
+    score: the grade before rounding). Both modes take the same draws, so hard mode's stream does not change."""
 
     def __init__(
         self,
@@ -46,9 +53,11 @@ class SimulatedTraceJudge(SimulatedBase):
         latency_sigma: float = 0.0,
         seed: int = 0,
         noise: str = "logistic",
+        verdict: str = "generate",
+        concentration: float = DEFAULT_CONCENTRATION,
     ):
-        law = VerdictLaw(sharpness, noise, position_bias, tie_rate, parse_failure_rate)
-        super().__init__(law, LatencyModel(latency_s, latency_sigma), np.random.default_rng(seed))
+        law = VerdictLaw(sharpness, noise, position_bias, tie_rate, parse_failure_rate, concentration)
+        super().__init__(law, LatencyModel(latency_s, latency_sigma), np.random.default_rng(seed), verdict)
         self.seed = int(seed)
         self.stats = JudgeStats()
 
@@ -68,7 +77,7 @@ class SimulatedTraceJudge(SimulatedBase):
         uniforms = self.rng.random(3)
         await self._wait()
         self.stats.calls += 1
-        outcome = self.law.verdict(self.quality(first), self.quality(second), uniforms)
+        outcome = self._outcome(self.quality(first), self.quality(second), uniforms)
         if outcome is None:
             self.stats.failures += 1
         return outcome
@@ -79,7 +88,7 @@ class SimulatedTraceJudge(SimulatedBase):
         u_fail, noise = self.rng.random(), self.rng.standard_normal()
         await self._wait()
         self.stats.calls += 1
-        grade = self.law.grade(self.quality(trace), u_fail, noise)
+        grade = self._grade(self.quality(trace), u_fail, noise)
         if grade is None:
             self.stats.failures += 1
         return grade

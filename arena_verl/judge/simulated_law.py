@@ -8,7 +8,10 @@ that reports figures from it must say that the judge was simulated.
   demo (``compare(problem, first_trace, second_trace, ...)``), qualities from ``Trace.quality_hint`` or a text hash.
 
 Both are :class:`SimulatedBase`: one identity (``name == "simulated"``), one :class:`VerdictLaw`, one
-:class:`LatencyModel`; they differ only in where qualities and random numbers come from.
+:class:`LatencyModel`; they differ only in where qualities and random numbers come from. Both answer in either verdict
+mode of ``reward.arena.judge.verdict``: ``generate`` draws a hard verdict (0, 0.5, 1), ``probability`` reports the
+law's probability that the first trace is better with per-call noise (:meth:`VerdictLaw.probability`), from the same
+random numbers, so that a hard and a soft judge of one seed are coupled and hard mode keeps its streams.
 """
 
 from __future__ import annotations
@@ -17,13 +20,27 @@ import asyncio
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, ndtr
+from scipy.special import betaincinv, expit, ndtr
 
-__all__ = ["NOISES", "SIMULATED", "LatencyModel", "SimulatedBase", "VerdictLaw", "position_bias_for_first_win_rate"]
+from arena_verl.core.names import VERDICT_MODES
+
+__all__ = [
+    "DEFAULT_CONCENTRATION",
+    "NOISES",
+    "SIMULATED",
+    "LatencyModel",
+    "SimulatedBase",
+    "VerdictLaw",
+    "position_bias_for_first_win_rate",
+]
 
 SIMULATED = "simulated"  # the judge's name in logs, metrics (arena/simulated_judge), summaries and scores
 NOISES = ("logistic", "probit")
 _GRADE_NOISE = 0.15  # standard deviation of a pointwise grade's noise, on the probability scale
+# Probability mode: the Beta concentration kappa of a reported probability around the law's. Its variance is a hard
+# verdict's divided by kappa + 1 (4: a fifth), so one soft verdict is far from noise-free but tells more than one
+# hard verdict.
+DEFAULT_CONCENTRATION = 4.0
 
 
 def position_bias_for_first_win_rate(rate: float) -> float:
@@ -41,7 +58,8 @@ class VerdictLaw:
     With probability ``parse_failure_rate`` the verdict is unparsable (``None``), else with ``tie_rate`` a tie
     (0.5), else the first trace wins (1.0; else 0.0) with probability
     ``F(sharpness * (q_first - q_second) + position_bias)``, ``F`` the logistic (Bradley-Terry) or the standard
-    normal (probit, Thurstone) CDF. A verdict takes three uniforms ``(u_fail, u_tie, u_win)``.
+    normal (probit, Thurstone) CDF. A verdict takes three uniforms ``(u_fail, u_tie, u_win)``. In probability mode
+    the same uniforms give a number in [0, 1] instead (:meth:`probability`, with ``concentration``).
     """
 
     sharpness: float = 1.0
@@ -49,6 +67,7 @@ class VerdictLaw:
     position_bias: float = 0.0
     tie_rate: float = 0.0
     parse_failure_rate: float = 0.0
+    concentration: float = DEFAULT_CONCENTRATION
 
     def __post_init__(self):
         if self.noise not in NOISES:
@@ -61,7 +80,9 @@ class VerdictLaw:
                 f"sharpness must be finite and >= 0 and position_bias finite, got {self.sharpness!r}, "
                 f"{self.position_bias!r}"
             )
-        for name in ("sharpness", "position_bias", "tie_rate", "parse_failure_rate"):
+        if not self.concentration > 0:  # also rejects NaN; inf is the noise-free probability
+            raise ValueError(f"concentration must be > 0 (inf: no noise), got {self.concentration!r}")
+        for name in ("sharpness", "position_bias", "tie_rate", "parse_failure_rate", "concentration"):
             object.__setattr__(self, name, float(getattr(self, name)))
 
     def link(self, margin: float) -> float:
@@ -91,6 +112,36 @@ class VerdictLaw:
         first_won = not (u_win < 1.0 - p_first) if anchor_second else u_win < p_first
         return 1.0 if first_won else 0.0
 
+    def expected_outcome(self, first_quality: float, second_quality: float) -> float:
+        """The mean of a hard verdict that is not a parse failure: P(first is better), ties splitting their mass,
+        ``(1 - tie_rate) * P(first wins) + tie_rate / 2``."""
+        p_first = self.first_win_probability(first_quality, second_quality)
+        return (1.0 - self.tie_rate) * p_first + 0.5 * self.tie_rate
+
+    def probability(
+        self, first_quality: float, second_quality: float, uniforms, *, anchor_second: bool = False
+    ) -> float | None:
+        """Probability mode: the judge's reported P(first is better), from the three uniforms of :meth:`verdict`.
+
+        Noise model: with probability ``parse_failure_rate`` no verdict (``None``: the call failed, as a model
+        call that errs or times out); else the anchor's outcome is the ``1 - u_win`` quantile of
+        ``Beta(kappa * m, kappa * (1 - m))``, ``m`` the anchor's :meth:`expected_outcome` and ``kappa`` the
+        ``concentration``. Its mean is ``m`` (the hard verdict's mean), its variance ``m (1 - m) / (kappa + 1)`` (a
+        hard verdict's divided by ``kappa + 1``); ``kappa -> 0`` gives the hard verdict of the same uniforms,
+        ``kappa = inf`` the exact ``m``. The quantile is monotone in ``u_win``, so the coupling across presentation
+        orders (``anchor_second``) is the hard verdict's. ``u_tie`` is not used (ties are folded into ``m``).
+        """
+        u_fail, _, u_win = uniforms
+        if u_fail < self.parse_failure_rate:
+            return None
+        m_first = self.expected_outcome(first_quality, second_quality)
+        if not 0.0 < m_first < 1.0 or np.isinf(self.concentration):
+            return m_first  # no noise: a certain verdict, or kappa = inf
+        kappa = self.concentration
+        m_anchor = 1.0 - m_first if anchor_second else m_first
+        outcome = float(betaincinv(kappa * m_anchor, kappa * (1.0 - m_anchor), 1.0 - u_win))
+        return 1.0 - outcome if anchor_second else outcome
+
     def grade(self, quality: float, u_fail: float, noise: float) -> float | None:
         """A pointwise grade in {0, 0.5, 1}: ``F(sharpness * quality) + noise`` rounded to halves, ``None`` with
         probability ``parse_failure_rate``. ``noise`` is a draw of N(0, 1)."""
@@ -98,6 +149,14 @@ class VerdictLaw:
             return None
         level = self.link(self.sharpness * quality) + _GRADE_NOISE * noise
         return float(np.clip(np.round(2.0 * level) / 2.0, 0.0, 1.0))
+
+    def expected_grade(self, quality: float, u_fail: float, noise: float) -> float | None:
+        """Probability mode's pointwise score: the grade before rounding to halves, ``F(sharpness * quality) +
+        noise`` clipped to [0, 1] (the same draws as :meth:`grade`), ``None`` with probability
+        ``parse_failure_rate``."""
+        if u_fail < self.parse_failure_rate:
+            return None
+        return float(np.clip(self.link(self.sharpness * quality) + _GRADE_NOISE * noise, 0.0, 1.0))
 
 
 @dataclass(frozen=True)
@@ -130,15 +189,31 @@ class LatencyModel:
 
 class SimulatedBase:
     """What the SIMULATED judges share: their identity, their :class:`VerdictLaw` (``law``), their
-    :class:`LatencyModel` (``latency_model``) and the generator latencies are drawn from (``rng``)."""
+    :class:`LatencyModel` (``latency_model``), the generator latencies are drawn from (``rng``) and the verdict mode
+    (``verdict_mode``: ``generate``, hard verdicts, or ``probability``, :meth:`VerdictLaw.probability`)."""
 
     name = SIMULATED
     backend = SIMULATED  # the older attribute of SimulatedJudge; the same identity
 
-    def __init__(self, law: VerdictLaw, latency_model: LatencyModel, rng: np.random.Generator):
+    def __init__(
+        self, law: VerdictLaw, latency_model: LatencyModel, rng: np.random.Generator, verdict: str = "generate"
+    ):
+        if verdict not in VERDICT_MODES:
+            raise ValueError(f"verdict must be one of {VERDICT_MODES}, got {verdict!r}")
         self.law = law
         self.latency_model = latency_model
         self.rng = rng
+        self.verdict_mode = verdict
+
+    def _outcome(self, first_quality: float, second_quality: float, uniforms, anchor_second: bool = False):
+        """The verdict of the mode: a hard one (:meth:`VerdictLaw.verdict`) or a probability."""
+        draw = self.law.probability if self.verdict_mode == "probability" else self.law.verdict
+        return draw(first_quality, second_quality, uniforms, anchor_second=anchor_second)
+
+    def _grade(self, quality: float, u_fail: float, noise: float) -> float | None:
+        """The pointwise score of the mode: a grade in {0, 0.5, 1} or the expected score."""
+        draw = self.law.expected_grade if self.verdict_mode == "probability" else self.law.grade
+        return draw(quality, u_fail, noise)
 
     @property
     def sharpness(self) -> float:
@@ -159,6 +234,10 @@ class SimulatedBase:
     @property
     def parse_failure_rate(self) -> float:
         return self.law.parse_failure_rate
+
+    @property
+    def concentration(self) -> float:
+        return self.law.concentration
 
     @property
     def latency_s(self) -> float:

@@ -7,8 +7,15 @@ targets table repeats the comparison that matters (paced and info_gain against l
 budget, with a 63% first-position preference) on four judges: logistic or probit (Thurstone) noise, without ties or
 with 5% ties, so that a strategy is not tuned to one simulator.
 
+``--soft-vs-hard`` runs one table instead: ``live`` and ``paced`` at live's budget (63% first-position preference,
+logistic judge) with hard verdicts against the same judge reporting probabilities (``verdict="probability"``: the
+law's P(first is better) with per-call Beta noise of concentration kappa, ``--concentrations``; mean the law's, variance
+a hard verdict's over kappa + 1; :meth:`arena_verl.judge.simulated_law.VerdictLaw.probability`). Hard and soft
+tournaments see the same groups and the same per-pair uniforms (coupled), so soft - hard is paired too.
+
     python scripts/bench/ranking.py                 # full run (>= 400 groups per cell), tables + PNG + markdown
     python scripts/bench/ranking.py --groups 100    # quicker
+    python scripts/bench/ranking.py --soft-vs-hard --concentrations 1,4,inf   # hard vs soft verdicts
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import kendalltau
 
+from arena_verl.judge.simulated_law import DEFAULT_CONCENTRATION
 from arena_verl.tournament import (
     SimulatedJudge,
     live_call_count,
@@ -69,6 +77,8 @@ class Cell:
     seed: int
     noise: str = "logistic"
     tie_rate: float = 0.0
+    verdict: str = "generate"  # or "probability": the judge reports P(first is better) with Beta noise
+    concentration: float = DEFAULT_CONCENTRATION  # that noise's kappa (read in probability mode only)
 
 
 def run_cell(cell: Cell) -> dict:
@@ -77,7 +87,15 @@ def run_cell(cell: Cell) -> dict:
         # Same qualities and judge seed for every variant of a (spread, N) cell: a paired comparison.
         rng = np.random.default_rng([cell.seed, cell.num_items, int(cell.spread * 1000), g])
         quality = rng.normal(scale=cell.spread, size=cell.num_items)
-        judge = SimulatedJudge(quality, position_bias=cell.bias, noise=cell.noise, tie_rate=cell.tie_rate, seed=rng)
+        judge = SimulatedJudge(
+            quality,
+            position_bias=cell.bias,
+            noise=cell.noise,
+            tie_rate=cell.tie_rate,
+            seed=rng,
+            verdict=cell.verdict,
+            concentration=cell.concentration,
+        )
         result = asyncio.run(
             run_tournament(
                 cell.num_items,
@@ -134,6 +152,16 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="bench_out", help="folder for ranking.md and ranking.png")
     parser.add_argument(
+        "--soft-vs-hard",
+        action="store_true",
+        help="only the table of live and paced with hard against soft (probability) verdicts, at --target-sizes",
+    )
+    parser.add_argument(
+        "--concentrations",
+        default=f"{DEFAULT_CONCENTRATION:g}",
+        help="Beta concentrations kappa of the soft judge's noise for --soft-vs-hard (inf: noise-free)",
+    )
+    parser.add_argument(
         "--tables",
         default="main,sweep,targets",
         help="which parts to run: main (every strategy), sweep (tau against calls, the plot), targets (four judges)",
@@ -146,6 +174,13 @@ def main() -> None:
     sizes = [int(x) for x in args.sizes.split(",")]
     spreads = [float(x) for x in args.spreads.split(",")]
     biases = [0.0, position_bias_for_first_win_rate(FIRST_WIN_RATE)]
+    if args.soft_vs_hard:
+        concentrations = [float(x) for x in args.concentrations.split(",")]
+        if not concentrations or not all(k > 0 for k in concentrations):
+            parser.error(f"--concentrations takes numbers > 0 (inf: noise-free), got {args.concentrations!r}")
+        target_sizes = [int(x) for x in args.target_sizes.split(",")]
+        soft_vs_hard(args, spreads, target_sizes, biases[1], concentrations)
+        return
     cells = [
         Cell(spread, bias, n, v, live_call_count(n) if v.at_live_budget else None, args.groups, args.seed)
         for spread, bias, n, v in itertools.product(spreads, biases, sizes, VARIANTS)
@@ -200,6 +235,92 @@ def main() -> None:
     if rows and sweep_rows:
         plot(rows, sweep_rows, os.path.join(args.out, "ranking.png"))
     print(f"wrote {args.out}/ranking.md" + (" and ranking.png" if rows and sweep_rows else ""), file=sys.stderr)
+
+
+SOFT_VS_HARD_VARIANTS = (Variant("live", "live"), Variant("paced", "paced", at_live_budget=True))
+
+
+def soft_vs_hard(args, spreads: list[float], sizes: list[int], bias: float, concentrations: list[float]) -> None:
+    """Run and print the hard-versus-soft table (and write it to ``--out``/soft_vs_hard.md)."""
+    judges = [("generate", DEFAULT_CONCENTRATION)] + [("probability", k) for k in concentrations]
+    cells = [
+        Cell(
+            spread,
+            bias,
+            n,
+            v,
+            live_call_count(n) if v.at_live_budget else None,
+            args.groups,
+            args.seed,
+            verdict=verdict,
+            concentration=kappa,
+        )  # fmt: skip
+        for spread in spreads
+        for n in sizes
+        for verdict, kappa in judges
+        for v in SOFT_VS_HARD_VARIANTS
+    ]
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        rows = list(pool.map(run_cell, cells))
+    elapsed = time.perf_counter() - started
+    command = (
+        f"python scripts/bench/ranking.py --soft-vs-hard --groups {args.groups} --seed {args.seed} "
+        f"--spreads {args.spreads} --target-sizes {args.target_sizes} --concentrations {args.concentrations}"
+    )
+    report = (
+        f"Soft versus hard verdicts, SIMULATED judge (logistic, {FIRST_WIN_RATE:.0%} first-position preference), "
+        f"{args.groups} groups per cell, seed {args.seed}, {elapsed:.0f} s with {args.workers} worker(s) on "
+        f"{os.cpu_count()} CPUs.\n`{command}`\n\n" + format_soft_vs_hard(rows)
+    )
+    print(report)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "soft_vs_hard.md"), "w") as handle:
+        handle.write(report)
+    print(f"wrote {args.out}/soft_vs_hard.md", file=sys.stderr)
+
+
+def format_soft_vs_hard(rows: list[dict]) -> str:
+    """One line per (spread, N, judge): live's and paced's tau at live's budget, paced's paired edge over live, and
+    for a soft judge the paired change from the hard judge of the same groups: of live, of paced, and of the edge
+    (the per-group difference of the two edges)."""
+    taus = {
+        (r["cell"].spread, r["cell"].num_items, r["cell"].verdict, r["cell"].concentration, r["cell"].variant.label):
+        np.asarray(r["taus"])
+        for r in rows
+    }  # fmt: skip
+    calls = {(r["cell"].spread, r["cell"].num_items, r["cell"].variant.label): r["calls"] for r in rows}
+    lines = [
+        "| quality spread | N | calls (live, paced) | verdicts | live tau | paced tau | paced - live "
+        "| live: soft - hard | paced: soft - hard | edge: soft - hard |",
+        "| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    keys = sorted({(spread, n, verdict, kappa) for spread, n, verdict, kappa, _ in taus}, key=_soft_order)
+    for spread, n, verdict, kappa in keys:
+        live, paced = taus[spread, n, verdict, kappa, "live"], taus[spread, n, verdict, kappa, "paced"]
+        hard_live = taus[spread, n, "generate", DEFAULT_CONCENTRATION, "live"]
+        hard_paced = taus[spread, n, "generate", DEFAULT_CONCENTRATION, "paced"]
+        soft = verdict == "probability"
+        judge = f"soft, kappa={kappa:g}" if soft else "hard"
+        edge_change = (paced - live) - (hard_paced - hard_live)
+        changes = (
+            [fmt_gain(live - hard_live), fmt_gain(paced - hard_paced), fmt_gain(edge_change)] if soft else [""] * 3
+        )
+        lines.append(
+            f"| {spread:g} | {n} | {calls[spread, n, 'live']:.0f}, {calls[spread, n, 'paced']:.0f} | {judge} "
+            f"| {fmt(mean_se(live))} | {fmt(mean_se(paced))} | {fmt_gain(paced - live)} | " + " | ".join(changes) + " |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _soft_order(key: tuple) -> tuple:
+    spread, n, verdict, kappa = key
+    return spread, n, verdict == "probability", kappa  # hard first, then the noisiest soft judge first
+
+
+def fmt_gain(differences: np.ndarray) -> str:
+    mean, se = mean_se(differences)
+    return f"{mean:+.3f} ± {se:.3f}"
 
 
 def sweep_budgets(num_items: int) -> list[int]:

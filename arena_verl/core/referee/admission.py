@@ -69,6 +69,14 @@ class LatencyEstimate:
     def observe(self, took_s: float) -> None:
         self.seconds = took_s if self.seconds is None else self.seconds + LATENCY_EMA * (took_s - self.seconds)
 
+    def observe_unfinished(self, ran_s: float) -> None:
+        """A call cancelled after ``ran_s`` without an answer (at a complete group's grace): the judge takes at least
+        that long now. Only answered calls move the average, so a judge that became slower would have every call
+        dropped at a grace computed from its old speed, for good; an estimate below ``ran_s`` therefore jumps to twice
+        it (a few groups to catch up with a judge 100 times slower). Before any answer there is no estimate to fix."""
+        if self.seconds is not None and ran_s > self.seconds:
+            self.seconds = 2.0 * ran_s
+
 
 def completion_deadline(grace: float | None, latency_s: float | None) -> float | None:
     """How long a complete group's tournament waits for its calls in flight (``completion_grace`` typical call

@@ -36,6 +36,9 @@ def tournament_verdicts(result, rewards: np.ndarray, uniform: bool) -> list[Verd
     """A finished tournament's verdicts: each member's reward (``rewards``, from the fitted strengths), strength and
     win rate (-1 for a member that played no match). Routed when at least one verdict went into the fit."""
     win_rate = result.win_rate
+    # Every call failed or was cancelled at the completion grace (a judge that is gone, or far slower than it was):
+    # no verdict reached the fit, the rewards are the verifier's, and the group is a judge_error fallback.
+    judged_nothing = result.judge_calls > 0 and result.failed_calls + result.dropped_calls >= result.judge_calls
     return [
         Verdict(
             reward=float(rewards[i]),
@@ -45,9 +48,8 @@ def tournament_verdicts(result, rewards: np.ndarray, uniform: bool) -> list[Verd
             win_rate=float(win_rate[i]) if result.games[i] else -1.0,
             judge_calls=result.judge_calls,
             judge_failures=result.failed_calls,
-            routed=result.failed_calls < result.judge_calls,
-            # Every call failed (a judge that is gone): the fit had nothing, the rewards are the verifier's.
-            fallback=FALLBACK_JUDGE_ERROR if 0 < result.judge_calls == result.failed_calls else 0,
+            routed=not judged_nothing,
+            fallback=FALLBACK_JUDGE_ERROR if judged_nothing else 0,
         )
         for i in range(len(rewards))
     ]
@@ -56,7 +58,8 @@ def tournament_verdicts(result, rewards: np.ndarray, uniform: bool) -> list[Verd
 def pointwise_verdicts(
     mode: str, scores: Sequence, verifier_rewards: Sequence[float], scale: float, uniform: bool
 ) -> list[Verdict]:
-    """Pointwise verdicts from one judge score per member (a float in {0, 0.5, 1}; anything else is a failed call).
+    """Pointwise verdicts from one judge score per member (a float in [0, 1]: a grade in {0, 0.5, 1}, or an
+    expected score from the grades' probabilities; anything else, validated by the caller, is a failed call).
 
     A failed score is the middle of the judge's scale, ``NEUTRAL_SCORE``: neutral (the verifier reward in
     ``adaptive_pointwise``, 0.5 in the judge-only ``pointwise`` baseline, which must not fall back on the verifier),

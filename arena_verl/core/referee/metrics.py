@@ -56,11 +56,11 @@ COUNTERS = (
     "nonzero_advantage_rlvr",
     "abs_advantage_sum",
     "abs_advantage_sum_rlvr",
-    # The judge's position bias, from the verdicts that entered tournament fits.
-    "verdicts_decided",  # a win for one side (ties and failed calls are not)
-    "verdicts_first_won",  # ... for the trace shown first
-    "order_pairs",  # pairs judged in both presentation orders, both decided
-    "order_pairs_consistent",  # ... where the same trace won both times
+    # The judge's position bias, from the verdicts that entered tournament fits (soft outcomes: position_figures).
+    "verdicts_decided",  # outcome other than 0.5: a preference for one side (ties and failed calls are not)
+    "verdicts_first_won",  # ... the sum of their outcomes: the trace shown first's share (hard: its wins)
+    "order_pairs",  # pairs judged in both presentation orders, decided in each
+    "order_pairs_consistent",  # ... where every verdict preferred the same trace (outcome on its side of 0.5)
     "order_effect_sum",  # the fitted first-position bonus (order_effect: true), summed over routed tournaments
     "order_effect_fits",
 )
@@ -97,7 +97,7 @@ def group_counts(
     *,
     uniform: bool,
     complete: bool,
-    position: dict[str, int],
+    position: dict[str, float],
     order_effect: float | None,
     norm_by_std: bool,
 ) -> collections.Counter[str]:
@@ -206,23 +206,40 @@ def grpo_advantages(rewards, norm_by_std: bool = True) -> np.ndarray:
     return centred / (rewards.std(ddof=1) + GRPO_STD_EPS) if norm_by_std else centred
 
 
-def position_figures(comparisons: Iterable[tuple[int, int, float | None]]) -> dict[str, int]:
-    """Position-bias counts over one tournament's verdicts ``(first, second, outcome)`` in presentation order:
-    decided verdicts, those won by the trace shown first, and pairs judged in both orders (both decided) with how
-    many of them the same trace won both times."""
-    decided = [(first, second, outcome) for first, second, outcome in comparisons if outcome in (0.0, 1.0)]
-    winners: dict[tuple[int, int], dict[int, set[int]]] = collections.defaultdict(lambda: collections.defaultdict(set))
+def position_figures(comparisons: Iterable[tuple[int, int, float | None]]) -> dict[str, float]:
+    """Position-bias counts over one tournament's verdicts ``(first, second, outcome)`` in presentation order.
+
+    Outcomes are soft: a number in [0, 1], P(the trace shown first is better); hard verdicts are 0, 0.5 and 1, and
+    for them every figure is a plain count. A verdict is *decided* unless its outcome is exactly 0.5 (a tie, a
+    failed call counted as a tie, or a judge without a preference) or None (a failed call); it *prefers* the trace
+    on its side of 0.5 (the first above, the second below).
+
+    Returns
+    -------
+    dict
+        ``verdicts_decided``: the decided verdicts; ``verdicts_first_won``: the sum of their outcomes, the first-shown
+        trace's share of the preference (a hard verdict adds 1 or 0, a soft 0.7 adds 0.7), so that
+        ``verdicts_first_won / verdicts_decided`` is the mean outcome of decided verdicts (0.5: no position bias);
+        ``order_pairs``: pairs judged with each trace shown first and decided in each order;
+        ``order_pairs_consistent``: those whose decided verdicts all prefer the same trace.
+    """
+    decided = [
+        (first, second, outcome) for first, second, outcome in comparisons if outcome is not None and outcome != 0.5
+    ]
+    preferred: dict[tuple[int, int], dict[int, set[int]]] = collections.defaultdict(
+        lambda: collections.defaultdict(set)
+    )
     for first, second, outcome in decided:
-        winners[(min(first, second), max(first, second))][first].add(first if outcome == 1.0 else second)
+        preferred[(min(first, second), max(first, second))][first].add(first if outcome > 0.5 else second)
     pairs = consistent = 0
-    for by_first in winners.values():
+    for by_first in preferred.values():
         if len(by_first) == 2:  # judged with each trace shown first
             pairs += 1
             one, other = by_first.values()
             consistent += len(one) == 1 and one == other
     return {
         "verdicts_decided": len(decided),
-        "verdicts_first_won": sum(outcome == 1.0 for _, _, outcome in decided),
+        "verdicts_first_won": float(sum(outcome for _, _, outcome in decided)),
         "order_pairs": pairs,
         "order_pairs_consistent": consistent,
     }

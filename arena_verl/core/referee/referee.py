@@ -178,7 +178,11 @@ class Referee:
                 # contained inside wait_for's own task: asyncio lets SystemExit/KeyboardInterrupt out of a task
                 outcome = await asyncio.wait_for(contained(call, "judge call"), self.settings.judge.call_budget_s)
             except asyncio.TimeoutError:
+                self._latency.observe_unfinished(time.monotonic() - started)
                 return None
+            except asyncio.CancelledError:  # dropped at the completion grace: the call took at least this long
+                self._latency.observe_unfinished(time.monotonic() - started)
+                raise
             if outcome is not None:
                 self._latency.observe(time.monotonic() - started)
             return outcome
@@ -252,7 +256,7 @@ class Referee:
             value = await self._bounded(
                 self.judge.score(member.problem, member.trace, member.reference, task=member.task, group=group.uid)
             )
-            return valid_outcome(value, allowed=(0.0, 0.5, 1.0))
+            return valid_outcome(value)  # a grade in {0, 0.5, 1} or an expected score in [0, 1]; else failed
 
         scores = await asyncio.gather(*(score(m) for m in group.members), return_exceptions=True)
         s = self.settings

@@ -4,8 +4,10 @@ Model
 -----
 Each trace ``i`` of a group has a strength ``theta[i]``. A comparison ``(first, second, outcome)`` records that
 ``first`` was shown to the judge before ``second`` and that ``first`` won with weight ``outcome``
-(1 = first won, 0 = second won, 0.5 = tie, i.e. half a win each). With the optional order effect ``h`` (one shared
-first-position bonus per group)::
+(1 = first won, 0 = second won, 0.5 = tie, i.e. half a win each; any value in [0, 1] is a soft outcome, e.g. a
+judge's P(first is better) read from token probabilities). A soft outcome ``k / m`` is exactly ``m`` hard verdicts
+of which ``first`` won ``k``, fitted with ``m`` times the prior: the objective below is that one divided by ``m``.
+With the optional order effect ``h`` (one shared first-position bonus per group)::
 
     P(first beats second) = sigmoid(theta[first] - theta[second] + h)
 

@@ -2,7 +2,10 @@
 
 LLM judges favour the answer shown first. Drawing each pair's order at random turns that bias into noise instead of a
 systematic advantage; mirroring a verdict enforces antisymmetry but adds no information and removes no bias. To
-measure and remove the bias, judge both orders (``two_sided``) or fit the order effect (``order_effect``).
+measure and remove the bias, judge both orders (``two_sided``) or fit the order effect (``order_effect``). Both take
+soft outcomes (numbers in [0, 1]) as they take hard ones: two-sided judging fits the two outcomes of a pair as two
+fractional wins, and the order effect is fitted by :func:`~arena_verl.core.tournament.bradley_terry.
+fit_bradley_terry` on the same fractional likelihood.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ __all__ = ["mirror", "present"]
 
 
 def mirror(comparisons: Iterable[Sequence[float]]) -> list[tuple[int, int, float]]:
-    """The paper's mirror augmentation: each ``(i, j, o)`` is followed by ``(j, i, 1 - o)``.
+    """The paper's mirror augmentation: each ``(i, j, o)`` is followed by ``(j, i, 1 - o)``, for any outcome in
+    [0, 1] (a soft outcome's complement is the second trace's share).
 
     Note that fitting mirrored data counts every verdict twice, which is the same as halving ``l2``.
     """

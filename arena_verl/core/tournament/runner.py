@@ -1,4 +1,11 @@
-"""Run one group's tournament end to end: schedule pairs, present them in a random order, judge, fit strengths."""
+"""Run one group's tournament end to end: schedule pairs, present them in a random order, judge, fit strengths.
+
+Outcomes are soft: a judge answers a number in [0, 1], P(the trace shown first is better) with ties splitting their
+mass (a verdict read from token probabilities); a hard verdict is the special case 0 / 0.5 / 1. Everything downstream
+(the fit, mirroring, the schedulers, the win tallies) takes the number as a fractional win. This module is the
+boundary where judges hand outcomes to the core: anything else (NaN, an infinity, a bool, a number outside [0, 1],
+a string) is a failed call (:func:`valid_outcome`), counted in ``failed_calls`` and never a win.
+"""
 
 from __future__ import annotations
 
@@ -42,7 +49,8 @@ class TournamentResult:
         Waves of concurrent judge calls from the last trace's arrival to the end: the tournament's added latency,
         in judge-call latencies, once rollout is over.
     wins, games : numpy.ndarray
-        Per-trace wins (ties count half) and games over ``comparisons``.
+        Per-trace wins (an outcome ``o`` adds ``o`` to the first trace and ``1 - o`` to the second: a tie counts
+        half) and games over ``comparisons``.
     dropped_calls : int
         Calls still in flight at :meth:`Tournament.finish`'s deadline: cancelled, not in the fit, not failures.
     skipped_idle_rounds : int
@@ -62,7 +70,8 @@ class TournamentResult:
 
     @property
     def win_rate(self) -> np.ndarray:
-        """Per-trace win rate over its comparisons (ties count half; 0.5 for a trace that never played)."""
+        """Per-trace win rate over its comparisons (fractional wins as in ``wins``; 0.5 for a trace that never
+        played)."""
         return np.divide(self.wins, self.games, out=np.full(len(self.wins), 0.5), where=self.games > 0)
 
 
@@ -89,7 +98,8 @@ async def run_tournament(
     num_items : int
         Traces in the group.
     judge : async callable ``judge(first, second) -> outcome``
-        1.0 if ``first`` (shown first) won, 0.0 if ``second`` won, 0.5 for a tie, ``None`` for no verdict.
+        A number in [0, 1]: P(``first``, shown first, is the better trace), ties splitting their mass (hard
+        verdicts: 1.0 first won, 0.0 second won, 0.5 tie); ``None`` for no verdict. Anything else is a failed call.
     strategy : str
         One of :data:`arena_verl.core.tournament.STRATEGIES`.
     budget : int, optional
@@ -104,8 +114,8 @@ async def run_tournament(
     mirror_augment : bool
         Fit on :func:`mirror` of the verdicts (the paper's augmentation).
     on_failure : {"tie", "drop"}
-        What a failed call (the judge raised, returned ``None`` or an invalid outcome) becomes: a tie in the fit, or
-        nothing. Either way it is counted in ``failed_calls`` and never becomes a win.
+        What a failed call (the judge raised, returned ``None`` or an invalid outcome: see :func:`valid_outcome`)
+        becomes: a tie in the fit, or nothing. Either way it is counted in ``failed_calls`` and never becomes a win.
     max_concurrency : int, optional
         Cap on judge calls in flight.
     final_calls, pace
@@ -414,8 +424,9 @@ _FAILURE_LOG = _RateLimitedFailureLog()
 
 
 def valid_outcome(outcome, allowed: tuple[float, ...] | None = None) -> float | None:
-    """``outcome`` as a verdict, or None: only real numbers (not bool, not strings or bytes that look like numbers)
-    in [0, 1], and one of ``allowed`` when given."""
+    """``outcome`` as a verdict (a float), or None (a failed call): only real numbers in [0, 1], soft or hard (not
+    NaN or an infinity, not bool, not strings or bytes that look like numbers), and one of ``allowed`` when
+    given."""
     if isinstance(outcome, (bool, np.bool_)) or not isinstance(outcome, (int, float, np.integer, np.floating)):
         return None
     value = float(outcome)

@@ -3,8 +3,10 @@
 A scheduler is driven by four events:
 
 - ``on_arrival(item) -> pairs``: trace ``item`` finished; traces arrive in index order ``0..N-1``.
-- ``on_verdict(first, second, outcome)``: a judged comparison in presentation order (outcome 1 = first won,
-  ``None`` = the judge gave no verdict, which is not recorded).
+- ``on_verdict(first, second, outcome)``: a judged comparison in presentation order (outcome in [0, 1], P(first is
+  better): 1 = first won, 0.5 = tie, or any soft value between; ``None`` = the judge gave no verdict, which is not
+  recorded). A soft outcome is a fractional win everywhere a scheduler reads verdicts: in ``live``'s leaderboard and
+  in the posterior of ``info_gain`` and ``paced``.
 - ``on_complete()``: every trace has arrived (the group is complete).
 - ``on_idle() -> pairs``: no judge call is in flight. After ``on_complete``, an empty answer ends the tournament.
   Before it, most schedulers answer nothing (they judge on arrivals only); :class:`PacedScheduler` uses the judge's
@@ -105,8 +107,9 @@ class RoundRobinScheduler(Scheduler):
 class LiveScheduler(Scheduler):
     """Reasoning Arena-Live: each arrival plays the best, the median and the worst trace of the live leaderboard.
 
-    The leaderboard ranks the traces that arrived earlier by win rate over their verdicts so far (a tie counts half,
-    a trace without a verdict yet has win rate 0.5), ties broken by earlier arrival. Position ``(k - 1) // 2`` of
+    The leaderboard ranks the traces that arrived earlier by win rate over their verdicts so far (an outcome ``o``
+    is a win of ``o`` for the first trace and of ``1 - o`` for the second, so a tie counts half; a trace without a
+    verdict yet has win rate 0.5), ties broken by earlier arrival. Position ``(k - 1) // 2`` of
     the ``k`` ranked traces is the median. The first three traces play every earlier trace, so the count is
     1 + 2 + 3(N - 3) for N >= 3.
     """
@@ -171,7 +174,9 @@ class InfoGainScheduler(Scheduler):
         P(order wrong) * information = Phi(-|mu_a - mu_b| / s) * w s^2 / (1 + w s^2)
 
     with ``mu`` and ``s^2 = Var(theta_a - theta_b)`` from a Laplace approximation of the posterior and
-    ``w = p (1 - p)`` the Fisher information of one verdict at ``p = sigmoid(mu_a - mu_b)``. The first factor
+    ``w = p (1 - p)`` the Fisher information of one verdict at ``p = sigmoid(mu_a - mu_b)``. The posterior is fitted
+    on soft outcomes as fractional wins; ``w`` is still one hard verdict's information, so with a soft judge pairs
+    are ranked as if each call gave a hard verdict. The first factor
     targets pairs that would be ranked wrongly (what Kendall tau counts); the second is the fraction of the pair's
     uncertainty one verdict removes. Already judged pairs are only chosen again once every pair has been judged.
     """

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError
+from arena_verl.core.names import VERDICT_MODES
 from arena_verl.core.tournament import STRATEGIES
 from arena_verl.data.dumps import disagreement_note, duplicate_note
 from arena_verl.evaluation.scoring import Scorer
@@ -39,6 +40,13 @@ SIMULATED_NOTE = (
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dump", type=Path, help="a rollout dump folder (trainer.rollout_data_dir) or one <step>.jsonl")
     parser.add_argument("--judge", required=True, help=f"one of {', '.join(JUDGE_SPEC_FORMS)}")
+    parser.add_argument(
+        "--verdict",
+        default="generate",
+        choices=VERDICT_MODES,
+        help="generate (default): a generated verdict, 0 / 0.5 / 1; probability: P(first is better) read from the "
+        "judge's label probabilities, a number in [0, 1] (reward.arena.judge.verdict)",
+    )
     parser.add_argument("--strategy", default="live", choices=STRATEGIES, help="the tournament schedule")
     parser.add_argument("--budget", type=int, help="judge calls per group (random, info_gain, paced)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the presentation order and random schedules")
@@ -72,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     out = ScoreFile(args.out)
     try:
         try:
-            judge_settings = judge_settings_from_spec(args.judge)
+            judge_settings = judge_settings_from_spec(args.judge, verdict=args.verdict)
             _check_options(args)
             settings = {
                 "judge": judge_spec(judge_settings),
@@ -81,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 "seed": args.seed,
                 "verification": _verification(args),
                 "wait_for_verdicts": bool(args.wait_for_verdicts),
+                "verdict": args.verdict,
             }
             other = read_score_file(args.compare) if args.compare is not None else None
             out.open(settings)  # before the dump: a locked file or other settings fail at once

@@ -16,6 +16,7 @@ import time
 import zlib
 from typing import Any
 
+from arena_verl.core.referee.metrics import position_figures
 from arena_verl.core.routing import tournament_rewards
 from arena_verl.core.tournament import Tournament, TournamentResult, valid_outcome
 from arena_verl.core.tournament.options import TournamentOptions
@@ -115,14 +116,14 @@ async def score_group(group: DumpGroup, judge, settings: dict[str, Any], call_ti
             judge.compare(group.problem, shown_first, shown_second, group.reference, task=group.task, group=tag),
             call_timeout_s,
         )  # a timeout or an error is a failed call: the tournament counts it (and the entry stays null)
-        call[2] = valid_outcome(outcome)
+        call[2] = valid_outcome(outcome)  # stored as the judge gave it: a soft outcome's float is written exactly
         return outcome
 
     started = time.monotonic()
     seed = tournament_seed(settings["seed"], group.step, group.key)
     result = await replay_tournament(len(group.responses), judge_pair, seed, tournament_options(settings))
     rewards = tournament_rewards("arena", result.strengths, group.verifier_rewards, ARENA.reward_scale)
-    decided = [outcome for _, _, outcome in calls if outcome in (0.0, 1.0)]
+    position = position_figures(calls)  # the tracker's definition: soft outcomes count their value
     return {
         "step": group.step,
         "group": group.key,
@@ -141,10 +142,15 @@ async def score_group(group: DumpGroup, judge, settings: dict[str, Any], call_ti
         "pairs": calls,
         "strengths": [float(x) for x in result.strengths],
         "rewards": [float(x) for x in rewards],
-        "first_wins": int(sum(decided)),
-        "decided": len(decided),
+        "first_wins": _number(position["verdicts_first_won"]),
+        "decided": position["verdicts_decided"],
         "elapsed_s": round(time.monotonic() - started, 3),
     }
+
+
+def _number(value: float) -> int | float:
+    """A whole number as an int (hard verdicts' counts read as before), any other value as its exact float."""
+    return int(value) if float(value).is_integer() else float(value)
 
 
 def digest(text: str) -> str:

@@ -1,5 +1,6 @@
 """The report of a score file (groups, calls, failures, the first-shown trace's share of decided verdicts) and the
-agreement of two score files on the groups both scored."""
+agreement of two score files on the groups both scored. Decided verdicts and the first-shown trace's share are the
+tracker's (:func:`~arena_verl.core.referee.metrics.position_figures`): a soft outcome counts its value."""
 
 from __future__ import annotations
 
@@ -78,7 +79,7 @@ def render_report(summary: dict[str, Any], settings: dict[str, Any]) -> str:
     else:
         lines.append(
             f"  position bias: the trace shown first won {percent(s['first_win_share'])} of {s['decided']} decided "
-            "verdicts (50% = no bias; ties and failures excluded)"
+            "verdicts (50% = no bias; a soft verdict counts its probability; ties and failures excluded)"
         )
     if s["simulated"]:
         lines.append("  (SIMULATED judge: these verdicts come from hashes of the texts, not from a model)")

@@ -28,11 +28,12 @@ __all__ = [
     "settings_text",
 ]
 
-# What every line of one score file shares: the judge and schedule, and how the groups were verified (which groups
-# count as non-diverse depends on it).
-RUN_KEYS = ("judge", "strategy", "budget", "seed", "verification", "wait_for_verdicts")
-# A line written before a key existed was scored with this value of it: the schedule was run_tournament's.
-LEGACY_RUN_VALUES = {"wait_for_verdicts": True}
+# What every line of one score file shares: the judge (its spec and verdict mode) and schedule, and how the groups
+# were verified (which groups count as non-diverse depends on it).
+RUN_KEYS = ("judge", "strategy", "budget", "seed", "verification", "wait_for_verdicts", "verdict")
+# A line written before a key existed was scored with this value of it: the schedule was run_tournament's, the
+# verdicts were generated.
+LEGACY_RUN_VALUES = {"wait_for_verdicts": True, "verdict": "generate"}
 _LINE_START = b'{"step":'  # every line this command writes starts so: a torn last line does too
 # What the report and the comparison read from every line.
 LINE_KEYS = ("step", "group", "rewards", "sample_digests", "judge_calls", "failures", "first_wins", "decided")
@@ -167,9 +168,12 @@ def _wrong_type(record: dict[str, Any]) -> str | None:
     digests = record["sample_digests"]
     if not isinstance(digests, list) or not all(isinstance(d, str) for d in digests):
         return "sample_digests is not a list of strings"
-    bad = [key for key in ("judge_calls", "failures", "first_wins", "decided") if not count(record[key])]
+    bad = [key for key in ("judge_calls", "failures", "decided") if not count(record[key])]
     if bad:
         return f"{bad[0]} is not a count"
+    # a sum of soft outcomes (a count for hard verdicts), at most one per decided verdict
+    if not (finite(record["first_wins"]) and 0 <= record["first_wins"] <= record["decided"]):
+        return "first_wins is not a number between 0 and decided"
     if "dump_file" in record and not isinstance(record["dump_file"], (str, type(None))):
         return "dump_file is not a string"
     return None

@@ -101,6 +101,7 @@ def test_tournament_verdicts_mark_members_without_games_and_all_failed_fits():
         games=np.array([1, 1, 0]),
         judge_calls=2,
         failed_calls=1,
+        dropped_calls=0,
     )
     verdicts = tournament_verdicts(result, np.array([1.1, 0.9, 1.0]), uniform=True)
     assert [v.win_rate for v in verdicts] == [1.0, 0.0, -1.0]

@@ -67,3 +67,96 @@ def test_a_group_with_some_verdicts_is_routed_without_a_fallback():
     verdicts, metrics = answer(HalfJudge(raises=False), "round_robin")
     assert all(v.routed and v.fallback == 0 and 0 < v.judge_failures < v.judge_calls for v in verdicts)
     assert metrics["arena/fallback_judge_error"] == 0
+
+
+class SlowedJudge(GoneJudge):
+    """Answers at once until ``hang`` is set, then never (a judge far slower than before): the calls of the next group
+    are all still in flight at its completion grace."""
+
+    hang = False
+
+    async def compare(self, *args, **kwargs):
+        self.stats.calls += 1
+        if self.hang:
+            await asyncio.sleep(3600)
+        await asyncio.sleep(0.01)
+        return 1.0
+
+
+def test_a_group_whose_every_call_was_cancelled_at_the_grace_is_a_judge_error_fallback():
+    settings = ArenaSettings(
+        group_size=4, strategy="paced", completion_grace=1.3, group_deadline_s=60.0, tournament_timeout_s=60.0
+    )
+    judge = SlowedJudge(raises=False)
+
+    def group(uid, step):
+        return [
+            Submission(uid=uid, sample_key=str(i), problem="p", trace=Trace(f"t{i}"), verifier_reward=1.0, step=step)
+            for i in range(4)
+        ]
+
+    async def scenario():
+        referee = Referee(settings, judge)
+        fast = await asyncio.gather(*(referee.submit(s) for s in group("fast", 1)))
+        judge.hang = True
+        started = asyncio.get_running_loop().time()
+        slow = await asyncio.gather(*(referee.submit(s) for s in group("slow", 2)))
+        elapsed = asyncio.get_running_loop().time() - started
+        return fast, slow, referee.metrics(2), elapsed
+
+    fast, slow, metrics, elapsed = asyncio.run(scenario())
+    assert all(v.routed and v.fallback == 0 for v in fast)  # the judge's latency is known from this group
+    assert elapsed < 30.0  # the grace ended the wait, not the tournament timeout
+    assert metrics["arena/judge_calls_dropped"] > 0 and metrics["arena/judge_failures"] == 0
+    assert all(v.reward == 1.0 and v.fallback == FALLBACK_JUDGE_ERROR and not v.routed for v in slow)
+    assert metrics["arena/fallback_judge_error"] == 4 and metrics["arena/samples_routed"] == 0
+
+
+def test_the_latency_estimate_learns_from_calls_cancelled_unanswered():
+    from arena_verl.core.referee.admission import LatencyEstimate
+
+    estimate = LatencyEstimate()
+    estimate.observe_unfinished(5.0)
+    assert estimate.seconds is None  # nothing answered yet: no estimate (a complete group waits for all its calls)
+    estimate.observe(0.01)
+    estimate.observe_unfinished(0.005)  # cancelled sooner than the estimate: says nothing
+    assert estimate.seconds == 0.01
+    estimate.observe_unfinished(0.013)
+    assert estimate.seconds == 0.026
+
+
+def test_a_judge_that_became_slower_is_used_again_after_a_few_groups():
+    """Paced's completion grace is counted in judge-call latencies. A judge that answered in 10 ms and now takes
+    0.3 s has every call of the next group dropped at a 13 ms grace; the estimate must follow, or the judge is never
+    used again (every later group a judge_error fallback)."""
+    settings = ArenaSettings(
+        group_size=4, strategy="paced", completion_grace=1.3, group_deadline_s=60.0, tournament_timeout_s=60.0
+    )
+
+    class SlowerJudge(GoneJudge):
+        latency_s = 0.01
+
+        async def compare(self, *args, **kwargs):
+            self.stats.calls += 1
+            await asyncio.sleep(self.latency_s)
+            return 1.0
+
+    judge = SlowerJudge(raises=False)
+
+    async def scenario():
+        referee = Referee(settings, judge)
+        routed = []
+        for number in range(12):
+            if number == 1:
+                judge.latency_s = 0.3
+            subs = [
+                Submission(uid=f"g{number}", sample_key=str(i), problem="p", trace=Trace(f"t{i}"), verifier_reward=1.0)
+                for i in range(4)
+            ]
+            verdicts = await asyncio.gather(*(referee.submit(s) for s in subs))
+            routed.append(all(v.routed for v in verdicts))
+        return routed
+
+    routed = asyncio.run(scenario())
+    assert routed[0] and not routed[1]  # the first slow group: dropped at the old speed's grace
+    assert all(routed[6:]), routed  # caught up within a few groups, and stays in use

@@ -85,7 +85,7 @@ def test_a_file_scored_with_one_schedule_is_not_resumed_with_the_other(dump, tmp
     out = tmp_path / "scores.jsonl"
     scored_line(dump, out)
     assert main([str(dump), "--judge", "simulated", "--out", str(out), "--wait-for-verdicts"]) == 2
-    assert "wait_for_verdicts=False, this run has" in capsys.readouterr().err
+    assert "wait_for_verdicts=False, verdict=generate, this run has" in capsys.readouterr().err
 
 
 def test_a_line_written_before_the_schedule_was_recorded_counts_as_waiting(dump, tmp_path, capsys):
