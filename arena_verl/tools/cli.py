@@ -5,6 +5,9 @@
     arena-verl analyze    what a run's rollout dumps say: non-diverse groups per step, the zero-advantage samples the
                           arena recovers, judge cost; an HTML report with plots and summary.json
     arena-verl score      re-judge a dump's non-diverse groups offline with any judge and schedule (resumable)
+    arena-verl audit-judge
+                          a judge's accuracy, first-position preference, order flips and transitivity on a dump's
+                          labelled and same-outcome pairs, both orders (resumable); summary.json and an HTML report
     arena-verl evaluate   avg@n and unbiased pass@k per benchmark from validation dumps (the paper's tables)
     arena-verl prepare    the paper's benchmark data as verl parquet files (presets; see --help)
     arena-verl recipe     what an experiment recipe would run: the composed config, verl's rules, paths, judge load
@@ -32,6 +35,10 @@ COMMANDS = {
     "demo": ("arena_verl.tools.demo", "one reward step through verl's real reward loop with the arena, on CPU"),
     "analyze": ("arena_verl.tools.analyze.command", "report on a run's rollout dumps: alpha, recovered samples, cost"),
     "score": ("arena_verl.tools.score", "re-judge a dump's non-diverse groups offline (resumable)"),
+    "audit-judge": (
+        "arena_verl.tools.audit.command",
+        "a judge's accuracy, position bias, order flips and transitivity on a dump, before training with it",
+    ),
     "evaluate": ("arena_verl.tools.evaluate", "avg@n and unbiased pass@k per benchmark, from validation dumps"),
     "prepare": ("arena_verl.tools.prepare", "the paper's data (AIME, BeyondAIME, GPQA, LiveCodeBench) as verl parquet"),
     "recipe": ("arena_verl.tools.recipe", "what an experiment recipe runs: config, verl's rules, paths, judge load"),
