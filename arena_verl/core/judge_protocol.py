@@ -55,12 +55,13 @@ class Judge(Protocol):
         task: str = "math",
         group: str | None = None,
     ) -> float | None:
-        """1.0 if ``first`` (shown first) is the better trace, 0.0 if ``second`` is, 0.5 for a tie, None if unusable.
+        """P(``first``, shown first, is the better trace), a number in [0, 1]: 1.0 / 0.0 / 0.5 for a generated
+        verdict (first / second / tie), the label probabilities' share for a probability verdict; None if unusable.
         ``task`` (math, code, generic) picks the prompt; calls with the same ``group`` may share a prompt prefix."""
         ...
 
     async def score(
         self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math", group: str | None = None
     ) -> float | None:
-        """Pointwise quality in {0, 0.5, 1}, None if unusable."""
+        """Pointwise quality in [0, 1] (a grade in {0, 0.5, 1}, or an expected grade), None if unusable."""
         ...

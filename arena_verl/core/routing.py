@@ -55,7 +55,8 @@ def tournament_rewards(mode: str, strengths: np.ndarray, verifier_rewards: Seque
 
 
 def pointwise_reward(mode: str, judge_score: float, verifier_reward: float, scale: float) -> float:
-    """``pointwise`` (RLAIF): the judge's score in {0, 0.5, 1}. ``adaptive_pointwise``: anchored like the arena,
+    """``pointwise`` (RLAIF): the judge's score in [0, 1] (a grade in {0, 0.5, 1}, or the expected grade of a
+    probability verdict). ``adaptive_pointwise``: anchored like the arena,
     ``verifier + scale * (score - 0.5)``."""
     if mode == "pointwise":
         return float(judge_score)

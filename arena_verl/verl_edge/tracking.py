@@ -10,6 +10,7 @@ unreachable referee only means no arena metrics for that step.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from arena_verl.core.names import FALLBACK_REASONS
@@ -68,9 +69,12 @@ class ArenaMetricsReader:
     answer of the step's last routed group (0 when nothing was routed), i.e. how long the reward stage kept the step
     waiting after rollout had produced its last sample. A "step" is what arrived between two training-step logs."""
 
-    def __init__(self, settings: ArenaSettings, timeout_s: float = 10.0):
+    def __init__(self, settings: ArenaSettings, timeout_s: float = 10.0, restart_patience_s: float = 60.0):
         self.settings = settings
         self.timeout_s = timeout_s
+        # A referee that Ray is restarting answers ActorUnavailableError for a few seconds: its counters are waited
+        # for (the step's samples are waiting for it too), so that they are not missing from this step's log.
+        self.restart_patience_s = restart_patience_s
         self._previous: dict[int, dict[str, float]] = {}
         self._started_at: dict[int, float] = {}  # each shard's referee incarnation (its start time)
 
@@ -82,8 +86,7 @@ class ArenaMetricsReader:
         restarts = 0
         for shard in range(self.settings.num_referees):
             try:
-                actor = ray.get_actor(f"{self.settings.referee_name}_{shard}")
-                shard_metrics, clock = ray.get([actor.metrics.remote(), actor.clock.remote()], timeout=self.timeout_s)
+                shard_metrics, clock = self._read_shard(ray, shard)
             except Exception as exc:  # noqa: BLE001  (no referee yet, or unreachable: no metrics, no failure)
                 logger.debug("arena metrics: referee shard %d unavailable: %r", shard, exc)
                 continue
@@ -112,6 +115,17 @@ class ArenaMetricsReader:
         metrics["arena/tail_after_last_sample_s"] = max(0.0, last_routed_answer - last_arrival) if routed else 0.0
         metrics["arena/referee_restarts"] = float(restarts)
         return metrics
+
+    def _read_shard(self, ray, shard: int):
+        give_up_at = time.monotonic() + self.restart_patience_s
+        while True:
+            actor = ray.get_actor(f"{self.settings.referee_name}_{shard}")
+            try:
+                return ray.get([actor.metrics.remote(), actor.clock.remote()], timeout=self.timeout_s)
+            except ray.exceptions.ActorUnavailableError:
+                if time.monotonic() > give_up_at:
+                    raise
+                time.sleep(0.5)
 
 
 def degraded_step_warning(step: Any, metrics: dict[str, float]) -> str | None:

@@ -245,7 +245,9 @@ class Tournament:
         """The group is complete: judge what the scheduler still asks for, then fit.
 
         ``deadline_s``: answer at most this long from now with the verdicts in hand; calls still in flight then are
-        cancelled and counted in ``dropped_calls`` (None: wait for every call)."""
+        cancelled and counted in ``dropped_calls`` (None: wait for every call). A tournament without any verdict at
+        its deadline waits on until one arrives (or its calls end): cutting it there would throw the whole group's
+        judging away, and a judge that is merely slower than its latency estimate would never be used again."""
         if self.arrived != self.num_items:
             raise ValueError(f"finish() after {self.arrived} of {self.num_items} arrivals")
         until = None if deadline_s is None else asyncio.get_running_loop().time() + max(0.0, deadline_s)
@@ -264,12 +266,20 @@ class Tournament:
         while self._inflight:
             timeout = None if until is None else until - loop.time()
             if timeout is not None and timeout <= 0:
-                return False
+                if self._has_verdict():
+                    return False
+                # Nothing to answer with yet: wait for the next call to end, then look again.
+                await asyncio.wait(set(self._inflight), return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.sleep(0)
+                continue
             await asyncio.wait(set(self._inflight), timeout=timeout)
             await asyncio.sleep(0)  # let the done callbacks dispatch follow-ups
         if self._error is not None:
             raise self._error
         return True
+
+    def _has_verdict(self) -> bool:
+        return any(outcome is not None for *_, outcome in self._verdicts)
 
     def _drop_inflight(self) -> None:
         for task in list(self._inflight):

@@ -41,7 +41,7 @@ def write_report(summary: dict[str, Any], groups: list[Group], out: str | Path, 
     write_output(out / "summary.json", json.dumps(summary, indent=2) + "\n", what="summary")
     figures = []
     for name, (caption, plot) in PLOTS.items():
-        if _draw(plot, summary, groups, out / f"{name}.png"):
+        if draw(plot, summary, groups, out / f"{name}.png"):
             figures.append((f"{name}.png", caption))
         else:  # no data for it: a plot left by an earlier report into the same folder would be stale
             with contextlib.suppress(FileNotFoundError):
@@ -63,7 +63,7 @@ def literal(text: str, limit: int = _LABEL_CHARS) -> str:
 # --------------------------------------------------------------------------------------------------------- plots
 
 
-def _draw(plot: Callable, summary: dict, groups: list[Group], path: Path) -> bool:
+def draw(plot: Callable, summary: dict, groups: list[Group], path: Path) -> bool:
     import matplotlib.pyplot as plt
 
     # The defaults, whatever the user's matplotlibrc says (text.usetex would read every label as TeX).
@@ -121,7 +121,7 @@ def _alpha(axes, summary: dict, _groups) -> bool:
     axes.set_ylabel("% of groups")
     axes.set_ylim(0, 100)
     axes.set_title("Non-diverse groups per step (alpha)")
-    _legend(axes)
+    legend(axes)
     return True
 
 
@@ -137,7 +137,7 @@ def _zero_advantage(axes, summary: dict, _groups) -> bool:
     axes.set_ylabel("% of samples")
     axes.set_ylim(0, 100)
     axes.set_title("Zero-advantage samples per step")
-    _legend(axes)
+    legend(axes)
     return True
 
 
@@ -202,7 +202,7 @@ def _data_sources(axes, summary: dict, _groups) -> bool:
     axes.set_xlabel("% of groups")
     more = len(sources) - len(names)
     axes.set_title(f"Groups per data source{f' ({more} more in the table below)' if more else ''}")
-    _legend(axes)
+    legend(axes)
     axes.figure.set_size_inches(9, 1.6 + 0.45 * len(names))
     return True
 
@@ -220,10 +220,10 @@ def _stacked_histogram(axes, split: dict[str, list[float]], bins) -> None:
     colors = {"correct": ALL_CORRECT, "incorrect": ALL_INCORRECT, "unverified": UNVERIFIED}
     present = [name for name in split if split[name]]
     axes.hist([split[n] for n in present], bins=bins, stacked=True, color=[colors[n] for n in present], label=present)
-    _legend(axes)
+    legend(axes)
 
 
-def _legend(axes) -> None:
+def legend(axes) -> None:
     """Beside the plot, where no bar can hide under it."""
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize="small")
 
@@ -249,7 +249,7 @@ PLOTS = {
 
 # ---------------------------------------------------------------------------------------------------------- page
 
-_STYLE = """
+STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1100px;
        color: #1d2731; padding: 0 1rem; line-height: 1.45; }
 h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
@@ -293,12 +293,14 @@ def _page(summary: dict, figures: list[tuple[str, str]], inputs: dict[str, Any])
     source_rows = [[name, *(f(c[k]) for k, _, f in _COLUMNS)] for name, c in totals["data_sources"].items()]
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>arena-verl analyze</title>",
-        f"<style>{_STYLE}</style></head><body>",
+        f"<style>{STYLE}</style></head><body>",
         "<h1>Zero-advantage compute in a GRPO run</h1>",
         f"<p class='inputs'>{shown_inputs}</p>",
         f"<p class='headline'>{_headline(totals)}</p>",
         "<h2>Whole run</h2>",
-        _table(["", *(title for _, title, _ in _COLUMNS)], [["all steps", *(f(totals[k]) for k, _, f in _COLUMNS)]]),
+        html_table(
+            ["", *(title for _, title, _ in _COLUMNS)], [["all steps", *(f(totals[k]) for k, _, f in _COLUMNS)]]
+        ),
         _cost_line(totals),
     ]
     if totals["notes"]:
@@ -306,10 +308,10 @@ def _page(summary: dict, figures: list[tuple[str, str]], inputs: dict[str, Any])
     for file, caption in figures:
         parts.append(f"<figure><img src='{file}' alt='{html.escape(caption)}'><figcaption>{html.escape(caption)}")
         parts.append("</figcaption></figure>")
-    parts += ["<h2>Per data source</h2>", _table(["data source", *(t for _, t, _ in _COLUMNS)], source_rows)]
+    parts += ["<h2>Per data source</h2>", html_table(["data source", *(t for _, t, _ in _COLUMNS)], source_rows)]
     parts += [
         "<h2>Per step</h2><div class='scroll'>",
-        _table(["step", *(t for _, t, _ in _COLUMNS), "judge calls"], step_rows),
+        html_table(["step", *(t for _, t, _ in _COLUMNS), "judge calls"], step_rows),
         "</div>",
         "<p class='inputs'>alpha = (all correct + all incorrect) / groups, over verified groups. "
         "Zero adv.: share of samples in groups whose rewards are all equal, under the verifier's rewards (RLVR) and "
@@ -345,7 +347,7 @@ def _cost_line(totals: dict) -> str:
     )
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def html_table(header: list[str], rows: list[list[str]]) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

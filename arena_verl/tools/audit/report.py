@@ -14,7 +14,7 @@ import numpy as np
 
 from arena_verl.evaluation.audit import LABELLED, SAME_OUTCOME, AuditedPair
 from arena_verl.evaluation.tables import number, percent
-from arena_verl.tools.analyze.report import _STYLE, ALL_CORRECT, ALL_INCORRECT, _draw, _legend, _table
+from arena_verl.tools.analyze.report import ALL_CORRECT, ALL_INCORRECT, STYLE, draw, html_table, legend
 from arena_verl.tools.errors import write_output
 
 __all__ = ["FIGURE_MEANINGS", "PLOTS", "write_report"]
@@ -62,7 +62,7 @@ def write_report(summary: dict[str, Any], pairs: list[AuditedPair], out: str | P
     write_output(out / "summary.json", text, what="summary")
     figures = []
     for name, (caption, plot) in PLOTS.items():
-        if _draw(plot, summary, pairs, out / f"{name}.png"):
+        if draw(plot, summary, pairs, out / f"{name}.png"):
             figures.append((f"{name}.png", caption))
         else:  # no data for it: a plot left by an earlier report into the same folder would be stale
             with contextlib.suppress(FileNotFoundError):
@@ -116,7 +116,7 @@ def _by_order(axes, summary: dict, _pairs) -> bool:
     axes.set_ylim(0, 100)
     axes.set_ylabel("%")
     axes.set_title("Accuracy by presentation order, and position bias")
-    _legend(axes)
+    legend(axes)
     return True
 
 
@@ -131,7 +131,7 @@ def _histogram(axes, first: list[float], second: list[float], first_label: str, 
         axes.bar(centres + shift, counts, width, color=color, label=f"{label}\n({len(values)} calls)")
     axes.set_xticks(np.linspace(0, 1, 11))
     axes.set_ylabel("calls")
-    _legend(axes)
+    legend(axes)
 
 
 # (file name without .png) -> (caption, plot): the page shows them in this order; a plot without data is left out.
@@ -174,7 +174,7 @@ def _page(summary: dict, figures: list[tuple[str, str]], inputs: dict[str, Any])
     rows = [[key, _value(key, summary[key]), meaning] for key, meaning in FIGURE_MEANINGS.items()]
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>arena-verl audit-judge</title>",
-        f"<style>{_STYLE} td:last-child {{ text-align: left; }}</style></head><body>",
+        f"<style>{STYLE} td:last-child {{ text-align: left; }}</style></head><body>",
         "<h1>Judge audit</h1>",
         f"<p class='inputs'>{shown_inputs}</p>",
         f"<p class='headline'>{_headline(summary)}</p>",
@@ -182,7 +182,7 @@ def _page(summary: dict, figures: list[tuple[str, str]], inputs: dict[str, Any])
     notes = summary.get("run", {}).get("notes", [])
     if notes:
         parts.append("<ul class='notes'>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
-    parts += ["<h2>Figures</h2>", _table(["summary.json key", "value", "meaning"], rows)]
+    parts += ["<h2>Figures</h2>", html_table(["summary.json key", "value", "meaning"], rows)]
     for file, caption in figures:
         parts.append(f"<figure><img src='{file}' alt='{html.escape(caption)}'><figcaption>{html.escape(caption)}")
         parts.append("</figcaption></figure>")

@@ -33,7 +33,7 @@ from arena_verl.data.dumps import TruthDisagreement
 from arena_verl.evaluation.audit import LABELLED, SAME_OUTCOME
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.verified import NO_GROUND_TRUTH, read_verified
-from arena_verl.tools.score.groups import ARENA, DumpGroup, _dump_group, file_identity
+from arena_verl.tools.score.groups import ARENA, DumpGroup, dump_group, file_identity
 
 __all__ = ["AuditDump", "PairToJudge", "read_audit_groups", "select_pairs"]
 
@@ -90,7 +90,7 @@ def read_audit_groups(dump: str | Path, scorer: Scorer, data: list) -> AuditDump
                     "no ground truth (gts) to verify against" if why == NO_GROUND_TRUTH else f"{group.kind}: {why}"
                 ] += 1
                 continue
-            judged = _dump_group(group, verified.file.joined, group.prompt.line in disagreeing, identity)
+            judged = dump_group(group, verified.file.joined, group.prompt.line in disagreeing, identity)
             if len(judged.responses) < 2:
                 found.single += 1
             elif is_uniform(judged.verifier_rewards, ARENA.diversity_tol):

@@ -95,7 +95,7 @@ def read_dump_groups(dump: Path, step: str, data: list, scorer: Scorer) -> tuple
                 summary.not_scored[reason] += 1
                 continue
             summary.statuses.update(group.statuses)
-            judged = _dump_group(group, verified.file.joined, group.prompt.line in disagreeing, identity)
+            judged = dump_group(group, verified.file.joined, group.prompt.line in disagreeing, identity)
             if len(judged.responses) < 2:
                 summary.single += 1
             elif is_uniform(judged.verifier_rewards, ARENA.diversity_tol):
@@ -106,7 +106,7 @@ def read_dump_groups(dump: Path, step: str, data: list, scorer: Scorer) -> tuple
     return groups, summary
 
 
-def _dump_group(group: VerifiedGroup, joined: bool, disagrees: bool, identity: str | None = None) -> DumpGroup:
+def dump_group(group: VerifiedGroup, joined: bool, disagrees: bool, identity: str | None = None) -> DumpGroup:
     first = group.samples[0]
     return DumpGroup(
         step=group.step,

@@ -184,3 +184,19 @@ def test_the_tracker_hook_warns_once_per_degraded_step(monkeypatch, caplog):
             Tracking.log(tracker, {"training/global_step": step}, step)
     warnings = [r.getMessage() for r in caplog.records if r.name == tracking.logger.name]
     assert len(warnings) == 1 and warnings[0].startswith("arena step 1: 8 of 8 samples (100%) fell back")
+
+
+def test_a_restarting_referee_is_waited_for_so_its_counters_are_in_this_steps_log(monkeypatch):
+    shard = FakeActor([{"arena/samples": 8.0}] * 3)  # each try is a new call
+    unavailable = [ray.exceptions.ActorUnavailableError("restarting", b"0" * 16)] * 2
+
+    def get(value, timeout=None):
+        if unavailable:
+            raise unavailable.pop()
+        return fake_get(value)
+
+    monkeypatch.setattr(ray, "get_actor", lambda name: shard)
+    monkeypatch.setattr(ray, "get", get)
+    monkeypatch.setattr(tracking.time, "sleep", lambda s: None)
+    assert tracking.ArenaMetricsReader(ArenaSettings(group_size=8)).step_metrics()["arena/samples"] == 8
+    assert not unavailable
