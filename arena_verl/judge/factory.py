@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from arena_verl.judge.base import Judge
 from arena_verl.judge.simulated import SimulatedTraceJudge
+from arena_verl.judge.templates import check_judge_templates
 from arena_verl.settings import JudgeSettings
 
 __all__ = ["make_judge"]
 
 
 def make_judge(settings: JudgeSettings) -> Judge:
+    """The judge ``settings`` describe; a model-backed judge's templates are checked before its model loads."""
+    check_judge_templates(settings)
     if settings.backend == "simulated":
         return SimulatedTraceJudge(
             sharpness=settings.sim_sharpness,
@@ -19,6 +22,7 @@ def make_judge(settings: JudgeSettings) -> Judge:
             latency_s=settings.sim_latency_s,
             latency_sigma=settings.sim_latency_sigma,
             seed=settings.seed,
+            verdict=settings.verdict,
         )
     if settings.backend == "transformers":
         from arena_verl.judge.transformers_backend import TransformersJudge

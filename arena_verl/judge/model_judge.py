@@ -1,6 +1,8 @@
 """What every model-backed judge shares: prompts, strict parsing with a bounded re-ask, timeouts, transient-error
-retries with exponential backoff, a concurrency cap, and counted failures. A backend only implements
-``_generate(messages, temperature) -> str`` (or a :class:`~.base.Reply` that says whether the token limit cut it)."""
+retries with exponential backoff, a concurrency cap, and counted failures. A backend implements
+``_generate(messages, temperature) -> str`` (or a :class:`~.base.Reply` that says whether the token limit cut it)
+and, for ``verdict: probability``, ``_next_token_probs(messages, continuation, targets)``: the probabilities of
+the tokens that may follow the assistant turn ``continuation`` (see :mod:`arena_verl.judge.label_probs`)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,17 @@ from collections.abc import Callable, Iterable
 
 from arena_verl.judge.base import JudgeStats, Trace
 from arena_verl.judge.hygiene import new_delimiter
+from arena_verl.judge.label_probs import (
+    VERDICT_PREFIX,
+    LabelTargets,
+    is_low_mass,
+    pairwise_targets,
+    pointwise_targets,
+    read_labels,
+    verdict_continuation,
+)
 from arena_verl.judge.messages import build_pairwise_messages, build_pointwise_messages
+from arena_verl.judge.templates import check_judge_templates, load_template
 from arena_verl.judge.verdict import VERDICT_OUTCOME, parse_score, parse_verdict
 from arena_verl.settings import JudgeSettings
 
@@ -25,6 +37,14 @@ class PermanentJudgeError(RuntimeError):
     """An error that retrying cannot fix (bad request, unknown model, authentication)."""
 
 
+class _NoReading(Exception):
+    """A probability read that failed after its retries (the call has no verdict)."""
+
+
+def _never(text: str) -> None:
+    return None
+
+
 class ModelJudge:
     """Base of the transformers, openai and vllm judges.
 
@@ -32,9 +52,15 @@ class ModelJudge:
     ``retries + 1`` times on transient errors, each attempt bounded by ``timeout_s``. A call that ends without a
     parsable verdict returns None (counted in ``stats.failures``): the tournament then counts it as a tie or drops
     it, never as a win.
+
+    With ``verdict: probability`` a call reads the labels' next-token probabilities instead of parsing a reply
+    (after generating its reasoning first with ``think_first``): its outcome is a number in [0, 1]; a read whose
+    labels got no mass is counted in ``stats.parse_failures`` (with ``think_first`` the reasoning is asked again),
+    one whose labels got less than ``low_mass_floor`` in ``stats.low_mass`` (its verdict stands).
     """
 
     name = "model"
+    vocabulary = None  # a backend's LabelVocabulary (its tokenizer's label tokens), when it has a tokenizer
 
     def __init__(
         self,
@@ -48,9 +74,18 @@ class ModelJudge:
         self.special_tokens = frozenset(special_tokens or ())  # the judge tokenizer's: neutralised in traces
         self._limiter = asyncio.Semaphore(settings.max_concurrency)
         self._delimiters: dict[str, str] = {}
+        check_judge_templates(settings)  # a judge built directly (not from a checked config) refuses them too
 
     async def _generate(self, messages: list[dict], temperature: float) -> str:
         raise NotImplementedError
+
+    async def _next_token_probs(self, messages: list[dict], continuation: str, targets: LabelTargets) -> dict:
+        """``{token text: probability}`` of the token after the assistant turn ``continuation`` (at least the label
+        tokens of ``targets`` the backend can see; tokens with the same text summed)."""
+        raise NotImplementedError(f"the {self.name} judge cannot read verdict probabilities")
+
+    async def _ready(self) -> None:
+        """Awaited before each call, outside its timeouts (an engine still starting)."""
 
     def delimiter(self, group: str | None) -> str | None:
         """One random delimiter per group (None: a fresh one per call), so a group's calls share their prefix."""
@@ -72,17 +107,20 @@ class ModelJudge:
         task: str = "math",
         group: str | None = None,
     ) -> float | None:
+        template = self.settings.pairwise_template or task
         messages = build_pairwise_messages(
             problem,
             first.text,
             second.text,
             reference=reference if self.settings.show_reference else None,
-            template=self.settings.pairwise_template or task,
+            template=template,
             max_trace_tokens=self.settings.max_trace_tokens,
             count_tokens=self.count_tokens,
             delimiter=self.delimiter(group),
             special_tokens=self.special_tokens,
         )
+        if self.settings.verdict == "probability":
+            return await self._ask_probability(messages, pairwise_targets(load_template(template)), parse_verdict)
         verdict = await self._ask(messages, parse_verdict)
         return None if verdict is None else VERDICT_OUTCOME[verdict]
 
@@ -99,9 +137,13 @@ class ModelJudge:
             delimiter=self.delimiter(group),
             special_tokens=self.special_tokens,
         )
+        if self.settings.verdict == "probability":
+            targets = pointwise_targets(load_template(self.settings.pointwise_template))
+            return await self._ask_probability(messages, targets, parse_score)
         return await self._ask(messages, parse_score)
 
     async def _ask(self, messages: list[dict], parse):
+        await self._ready()
         self.stats.calls += 1
         for attempt in range(self.settings.parse_retries + 1):
             temperature = self.settings.temperature if attempt == 0 else self.settings.retry_temperature
@@ -119,12 +161,53 @@ class ModelJudge:
         self.stats.failures += 1
         return None
 
+    async def _ask_probability(self, messages: list[dict], targets: LabelTargets, parse) -> float | None:
+        """A verdict read from the labels' probabilities at the verdict position (see the class docstring)."""
+        await self._ready()
+        self.stats.calls += 1
+        s = self.settings
+
+        async def read(continuation: str, at: LabelTargets):
+            probabilities = await self._with_retries(lambda: self._next_token_probs(messages, continuation, at))
+            if probabilities is None:
+                raise _NoReading
+            return probabilities
+
+        for attempt in range(s.parse_retries + 1 if s.think_first else 1):
+            continuation = VERDICT_PREFIX
+            if s.think_first:
+                temperature = s.temperature if attempt == 0 else s.retry_temperature
+                reasoning = await self._generate_with_retries(messages, temperature)
+                if reasoning is None:
+                    break
+                # A cut reasoning still gets its verdict, read after all of it: a verdict token its cut end seems to
+                # hold may be an echoed instruction ("[[A]] if Attempt A is better, ...").
+                cut = getattr(reasoning, "truncated", False)
+                continuation = verdict_continuation(str(reasoning), _never if cut else parse)
+            try:
+                pieces = self.vocabulary.first_pieces if self.vocabulary is not None else None
+                reading = await read_labels(read, continuation, targets, pieces)
+            except _NoReading:
+                break
+            if reading is not None:
+                if is_low_mass(reading, s.low_mass_floor):
+                    self.stats.low_mass += 1
+                return reading.outcome
+            self.stats.parse_failures += 1
+        self.stats.failures += 1
+        return None
+
     async def _generate_with_retries(self, messages: list[dict], temperature: float) -> str | None:
+        return await self._with_retries(lambda: self._generate(messages, temperature))
+
+    async def _with_retries(self, attempt_call):
+        """``attempt_call()``'s result, each attempt under the concurrency cap and ``timeout_s``; transient errors
+        retried with backoff; None when every attempt failed or the error is permanent."""
         s = self.settings
         for attempt in range(s.retries + 1):
             try:
                 async with self._limiter:
-                    return await asyncio.wait_for(self._generate(messages, temperature), s.timeout_s)
+                    return await asyncio.wait_for(attempt_call(), s.timeout_s)
             except asyncio.CancelledError:
                 raise
             except PermanentJudgeError as exc:

@@ -1,28 +1,40 @@
 """A judge behind any OpenAI-compatible chat endpoint: ``vllm serve``, SGLang, a hosted API, or verl's own
 reward-model router (``reward.reward_model.*`` hands the manager its address). One aiohttp session per judge, so
-connections are reused; the connection pool is capped at the judge's concurrency."""
+connections are reused; the connection pool is capped at the judge's concurrency.
+
+``verdict: probability``: the request continues the assistant turn (``continue_final_message: true,
+add_generation_prompt: false``, as vLLM's and SGLang's chat endpoints take them) for one token, with
+``logprobs: true, top_logprobs: 20``; the labels are read from that token's top log-probabilities, so a label
+outside the top 20 has no mass. With a tokenizer for the served model the label ids are asked for too
+(``logprob_token_ids``, vLLM >= 0.31; older servers ignore the field, one that refuses it is asked without it)."""
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 from pathlib import Path
 
 from arena_verl.judge.base import Reply
 from arena_verl.judge.endpoint import Endpoint
 from arena_verl.judge.hygiene import special_token_strings
+from arena_verl.judge.label_probs import LabelTargets, LabelVocabulary
 from arena_verl.judge.model_judge import ModelJudge, PermanentJudgeError
+from arena_verl.judge.templates import check_judge_templates
 from arena_verl.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["OpenAIJudge", "judge_tokenizer", "byte_budget_warning"]
+__all__ = ["OpenAIJudge", "judge_tokenizer", "byte_budget_warning", "top_logprobs_by_text"]
+
+TOP_LOGPROBS = 20  # the most an OpenAI-compatible chat endpoint returns (vLLM 0.24 and the OpenAI API)
 
 
 class OpenAIJudge(ModelJudge):
     name = "openai"
 
     def __init__(self, settings: JudgeSettings):
+        check_judge_templates(settings)
         tokenizer = judge_tokenizer(settings)
         if tokenizer is None:
             logger.warning(byte_budget_warning(settings))
@@ -34,6 +46,9 @@ class OpenAIJudge(ModelJudge):
                 special_tokens=special_token_strings(tokenizer),
             )
         self.tokenizer = tokenizer
+        self.vocabulary = LabelVocabulary(tokenizer) if tokenizer is not None and settings.verdict == "probability" \
+            else None  # fmt: skip
+        self.send_label_ids = self.vocabulary is not None  # off once a server refuses logprob_token_ids
         self.endpoint = Endpoint(settings.base_url, settings.base_url_file)
         self.api_key = os.environ.get(settings.api_key_env, "")
         self._session = None
@@ -56,16 +71,48 @@ class OpenAIJudge(ModelJudge):
             "top_p": self.settings.top_p,
             "max_tokens": self.settings.max_new_tokens,
         }
+        body = await self._post(payload)
+        choice = body["choices"][0]
+        # Servers with a reasoning parser return the reasoning separately; the verdict is in the content.
+        content = choice["message"].get("content") or ""
+        reasoning = choice["message"].get("reasoning_content") or choice["message"].get("reasoning")
+        if reasoning and self.settings.verdict == "probability" and self.settings.think_first:
+            content = f"<think>\n{reasoning}\n</think>\n\n{content}"  # the verdict is read after all of it
+        return Reply(content, truncated=choice.get("finish_reason") == "length")
+
+    async def _next_token_probs(self, messages: list[dict], continuation: str, targets: LabelTargets) -> dict:
+        payload = {
+            "model": self.settings.model_path,
+            "messages": [*messages, {"role": "assistant", "content": continuation}],
+            "continue_final_message": True,
+            "add_generation_prompt": False,
+            "temperature": 0.0,
+            "max_tokens": 1,
+            "logprobs": True,
+            "top_logprobs": TOP_LOGPROBS,
+        }
+        if self.send_label_ids:
+            payload["logprob_token_ids"] = list(self.vocabulary.token_ids(targets))
+        try:
+            body = await self._post(payload)
+        except PermanentJudgeError as exc:
+            if "logprob_token_ids" not in payload or "logprob_token_ids" not in str(exc):
+                raise
+            logger.warning("openai judge: the server refuses logprob_token_ids (%s); reading the top %d only",
+                           str(exc)[:200], TOP_LOGPROBS)  # fmt: skip
+            self.send_label_ids = False
+            del payload["logprob_token_ids"]
+            body = await self._post(payload)
+        return top_logprobs_by_text(body)
+
+    async def _post(self, payload: dict) -> dict:
         session = await self._client()
         url = self.endpoint.url
         async with session.post(url, json=payload) as response:
             if response.status in (400, 401, 403, 404, 422):
                 raise PermanentJudgeError(f"HTTP {response.status} from {url}: {(await response.text())[:300]}")
             response.raise_for_status()  # 429 and 5xx: transient, retried
-            body = await response.json()
-        choice = body["choices"][0]
-        # Servers with a reasoning parser return the reasoning separately; the verdict is in the content.
-        return Reply(choice["message"].get("content") or "", truncated=choice.get("finish_reason") == "length")
+            return await response.json()
 
     @property
     def url(self) -> str:
@@ -78,6 +125,30 @@ class OpenAIJudge(ModelJudge):
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
+
+
+def top_logprobs_by_text(body: dict) -> dict[str, float]:
+    """``{token text: probability}`` of the first generated token of a chat completion with ``logprobs``: its top
+    log-probabilities (entries with the same text, distinct token ids, summed) and the sampled token itself. A body
+    without them gives ``{}`` (no label has mass)."""
+    choices = body.get("choices") if isinstance(body, dict) else None
+    logprobs = (choices[0].get("logprobs") if choices and isinstance(choices[0], dict) else None) or {}
+    content = logprobs.get("content") if isinstance(logprobs, dict) else None
+    if not content or not isinstance(content[0], dict):
+        return {}
+    first = content[0]
+    out: dict[str, float] = {}
+    for entry in first.get("top_logprobs") or ():
+        _add(out, entry)
+    if first.get("token") not in out:
+        _add(out, first)
+    return out
+
+
+def _add(out: dict[str, float], entry) -> None:
+    token, value = (entry.get("token"), entry.get("logprob")) if isinstance(entry, dict) else (None, None)
+    if isinstance(token, str) and isinstance(value, (int, float)) and value == value:  # not NaN
+        out[token] = out.get(token, 0.0) + math.exp(min(0.0, float(value)))
 
 
 def judge_tokenizer(settings: JudgeSettings):

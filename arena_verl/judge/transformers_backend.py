@@ -1,7 +1,9 @@
 """A judge on a local transformers model (CPU or one GPU): small judges, and tests with a tiny local model.
 
 Generation runs in a worker thread so the referee's event loop stays responsive; one model serves one generation
-at a time (a transformers model is not safe to call from several threads at once)."""
+at a time (a transformers model is not safe to call from several threads at once). ``verdict: probability`` reads
+the labels from one forward pass over the prompt and the start of the assistant turn (``[[``): the softmax of the
+last position's logits, gathered at the label tokens."""
 
 from __future__ import annotations
 
@@ -10,17 +12,23 @@ import threading
 
 from arena_verl.judge.base import Reply
 from arena_verl.judge.hygiene import special_token_strings
+from arena_verl.judge.label_probs import LabelTargets, LabelVocabulary
 from arena_verl.judge.model_judge import ModelJudge
+from arena_verl.judge.templates import check_judge_templates
 from arena_verl.settings import JudgeSettings
 
 __all__ = ["TransformersJudge", "render_chat"]
 
 
-def render_chat(tokenizer, messages: list[dict]) -> str:
-    """The prompt text: the tokenizer's chat template when it has one, else the messages' contents."""
+def render_chat(tokenizer, messages: list[dict], continuation: str | None = None) -> str:
+    """The prompt text: the tokenizer's chat template when it has one, else the messages' contents. With
+    ``continuation`` the assistant turn is open and already holds it (the model writes what comes next)."""
     if getattr(tokenizer, "chat_template", None):
-        return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    return "\n\n".join(m["content"] for m in messages) + "\n\n"
+        if continuation is None:
+            return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        turn = [*messages, {"role": "assistant", "content": continuation}]
+        return tokenizer.apply_chat_template(turn, continue_final_message=True, tokenize=False)
+    return "\n\n".join(m["content"] for m in messages) + "\n\n" + (continuation or "")
 
 
 class TransformersJudge(ModelJudge):
@@ -30,6 +38,7 @@ class TransformersJudge(ModelJudge):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        check_judge_templates(settings)  # before the model is loaded
         self.tokenizer = AutoTokenizer.from_pretrained(settings.model_path)
         dtype = "auto" if settings.dtype == "auto" else getattr(torch, settings.dtype)
         self.model = AutoModelForCausalLM.from_pretrained(settings.model_path, dtype=dtype).to(settings.device)
@@ -44,6 +53,7 @@ class TransformersJudge(ModelJudge):
             count_tokens=lambda text: len(self.tokenizer.encode(text)),
             special_tokens=special_token_strings(self.tokenizer),
         )
+        self.vocabulary = LabelVocabulary(self.tokenizer) if settings.verdict == "probability" else None
 
     async def _generate(self, messages: list[dict], temperature: float) -> Reply:
         prompt = render_chat(self.tokenizer, messages)
@@ -65,3 +75,23 @@ class TransformersJudge(ModelJudge):
         new_tokens = output[0, inputs["input_ids"].shape[1] :]
         ended = len(new_tokens) < self.settings.max_new_tokens or int(new_tokens[-1]) in self._stop_ids
         return Reply(self.tokenizer.decode(new_tokens, skip_special_tokens=True), truncated=not ended)
+
+    async def _next_token_probs(self, messages: list[dict], continuation: str, targets: LabelTargets) -> dict:
+        prompt = render_chat(self.tokenizer, messages, continuation)
+        ids = self.vocabulary.token_ids(targets)
+        probabilities = await asyncio.get_running_loop().run_in_executor(None, self._label_probs_sync, prompt, ids)
+        return self.vocabulary.by_text(zip(ids, probabilities))
+
+    def _label_probs_sync(self, prompt: str, ids: tuple[int, ...]) -> list[float]:
+        """The next-token probabilities of ``ids`` after ``prompt``: one forward pass, softmax in float32."""
+        import torch
+
+        inputs = self.tokenizer(prompt, return_tensors="pt").to(self.model.device)
+        with self._model_lock, torch.inference_mode():
+            try:  # the last position's logits only (a long prompt's would take vocab x length floats)
+                output = self.model(**inputs, logits_to_keep=1)
+            except TypeError:  # a model class without logits_to_keep
+                output = self.model(**inputs)
+        logits = output.logits[0, -1].float()
+        probabilities = torch.softmax(logits, dim=-1)
+        return probabilities[list(ids)].tolist() if ids else []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["parse_verdict", "parse_score", "strip_reasoning", "VERDICT_OUTCOME"]
+__all__ = ["parse_verdict", "parse_score", "strip_reasoning", "labels_named", "VERDICT_OUTCOME"]
 
 _PAIRWISE = re.compile(r"\[\[\s*(A|B|TIE)\s*\]\]", re.IGNORECASE)
 _POINTWISE = re.compile(r"\[\[\s*(1(?:\.0)?|0\.5|0(?:\.0)?)\s*\]\]")
@@ -48,6 +48,14 @@ def strip_reasoning(raw: str) -> str | None:
         return None
     pieces.append(raw[pos:])
     return "".join(pieces)
+
+
+def labels_named(text: str, pointwise: bool = False) -> set:
+    """The verdict tokens ``text`` names anywhere (a template's instructions): ``{"A", "B", "TIE"}`` or, pointwise,
+    ``{0.0, 0.5, 1.0}``, as the parser would read them."""
+    if pointwise:
+        return {float(m) for m in _POINTWISE.findall(text)}
+    return {m.upper() for m in _PAIRWISE.findall(text)}
 
 
 def parse_verdict(raw_judge_output: str) -> str | None:

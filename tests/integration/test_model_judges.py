@@ -9,6 +9,7 @@ import pytest
 import ray
 from aiohttp import web
 
+from arena_verl.core.names import FALLBACK_JUDGE_ERROR
 from arena_verl.judge import Trace
 from arena_verl.judge.model_judge import ModelJudge, PermanentJudgeError
 from arena_verl.judge.openai_backend import OpenAIJudge
@@ -150,10 +151,51 @@ def test_transformers_judge_generates_inside_the_referee_actor(toy_model):
         verdicts = ray.get([actor.submit.remote(s) for s in subs], timeout=600)
         metrics = ray.get(actor.metrics.remote())
         stats = ray.get(actor.judge_stats.remote())
-    # Random weights never write a verdict: every call fails after its re-ask, is counted, and is a tie.
-    assert all(v.judge_calls == 6 and v.judge_failures == 6 and v.fallback == 0 for v in verdicts)
+    # Random weights never write a verdict: every call fails after its re-ask and is counted; no verdict reaches the
+    # fit, so the group keeps its verifier rewards as a counted judge_error fallback.
+    assert all(v.judge_calls == 6 and v.judge_failures == 6 and v.fallback == FALLBACK_JUDGE_ERROR for v in verdicts)
     assert all(v.reward == pytest.approx(1.0) for v in verdicts)
     assert metrics["arena/judge_failures"] == 6 and metrics["arena/simulated_judge"] == 0.0
     # 12 real generations; most are cut at max_new_tokens=8 (random weights seldom say eos) and count as no verdict
     truncated = stats.pop("truncated")
-    assert stats == {"calls": 6, "failures": 6, "parse_failures": 12, "errors": 0} and 0 < truncated <= 12
+    assert stats == {"calls": 6, "failures": 6, "parse_failures": 12, "errors": 0, "low_mass": 0}
+    assert 0 < truncated <= 12
+
+
+def test_transformers_reads_verdict_probabilities_from_one_forward_pass(toy_model):
+    """verdict: probability on the tiny RANDOM-weight model: the label probabilities are the softmax of the last
+    position's logits (a direct torch computation of the same prompt), renormalised over the label tokens."""
+    import torch
+
+    from arena_verl.judge.label_probs import pairwise_targets
+    from arena_verl.judge.messages import build_pairwise_messages
+    from arena_verl.judge.transformers_backend import TransformersJudge, render_chat
+
+    judge = TransformersJudge(JudgeSettings(backend="transformers", model_path=str(toy_model), verdict="probability",
+                                            low_mass_floor=0.5, **{**FAST, "parse_retries": 0}))  # fmt: skip
+    messages = build_pairwise_messages("What is 2+2?", "x = 4", "4", delimiter="trace-0123456789abcdef")
+    targets = pairwise_targets()
+    probabilities = asyncio.run(judge._next_token_probs(messages, "[[", targets))
+
+    prompt = render_chat(judge.tokenizer, messages, "[[")
+    assert prompt.endswith("assistant: [[")  # the toy chat template, with the assistant turn left open
+    with torch.inference_mode():
+        logits = judge.model(**judge.tokenizer(prompt, return_tensors="pt")).logits[0, -1]
+    direct = torch.softmax(logits.double(), dim=-1)
+    ids = judge.vocabulary.token_ids(targets)
+    assert ids and {judge.vocabulary.texts[i] for i in ids} >= {"A", "B"}
+    expected = {}
+    for i in ids:
+        expected[judge.vocabulary.texts[i]] = expected.get(judge.vocabulary.texts[i], 0.0) + float(direct[i])
+    assert probabilities == pytest.approx(expected, rel=1e-4)
+
+    judge.delimiter = lambda group: "trace-0123456789abcdef"  # the same prompt as above
+    outcome = asyncio.run(judge.compare("What is 2+2?", Trace("x = 4"), Trace("4")))
+    mass = {1.0: 0.0, 0.0: 0.0, 0.5: 0.0}
+    for text, p in probabilities.items():
+        key = text.strip().upper()
+        mass[1.0 if key.startswith("A") else 0.0 if key.startswith("B") else 0.5] += p
+    assert outcome == pytest.approx((mass[1.0] + mass[0.5] / 2) / sum(mass.values()), rel=1e-4)
+    assert (judge.stats.calls, judge.stats.failures, judge.stats.parse_failures) == (1, 0, 0)
+    # Random weights spread their mass over the whole vocabulary: far below the floor, counted, the verdict kept.
+    assert sum(mass.values()) < 0.5 and judge.stats.low_mass == 1

