@@ -7,11 +7,14 @@ the prompt does not show two attempts). It counts what it was asked."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import random
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .verl_dumps import send_json
@@ -25,15 +28,26 @@ class LoopbackJudge:
 
     served_name = "judge"
 
-    def __init__(self, api_key: str | None = None, seed: int = 0):
+    def __init__(
+        self,
+        api_key: str | None = None,
+        seed: int = 0,
+        port: int = 0,
+        calls_log: str | None = None,
+        control: str | None = None,
+    ):
         self.api_key = api_key
+        # In a process of its own (JudgeProcess): one line per answer in calls_log, and the seconds to wait before
+        # each answer read from the JSON file control ({"delay_s": 6}) at every request.
+        self.calls_log = calls_log
+        self.control = control
         self.calls = 0  # chat completions answered
         self.refused = 0  # requests without the key
         self.prompts: list[str] = []
         self.coin_flips = 0  # prompts without two attempts the order could read
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -67,10 +81,28 @@ class LoopbackJudge:
             else:
                 self.coin_flips += 1
                 label = self._rng.choice("AB")
+        if self.calls_log:
+            with self._lock, open(self.calls_log, "a") as log:
+                log.write(json.dumps({"label": label, "coin": set(attempts) != {"A", "B"}}) + "\n")
         content = f"Both traces reach the same answer; {label} argues it more carefully.\n[[{label}]]"
         return {
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]
         }
+
+    def _control(self) -> dict:
+        if not self.control:
+            return {}
+        try:
+            with open(self.control) as handle:
+                return json.load(handle)
+        except (OSError, ValueError):
+            return {}
+
+    def _answered(self) -> int:
+        if not self.calls_log:
+            return self.calls
+        with self._lock, open(self.calls_log) as log:
+            return sum(1 for _ in log)
 
     def _handler(self):
         judge = self
@@ -96,6 +128,33 @@ class LoopbackJudge:
                     self.send_error(404)
                     return
                 prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
-                send_json(self, judge._verdict(prompt))
+                if judge.calls_log:  # a request received: in flight until its answer is logged
+                    with judge._lock, open(judge.calls_log + ".started", "a") as started:
+                        started.write("1\n")
+                control = judge._control()
+                die_after = control.get("die_after_calls")
+                if die_after is not None and judge._answered() >= die_after:
+                    os._exit(137)  # as a killed server: no answer, every connection reset
+                delay = float(control.get("delay_s") or 0.0)
+                if delay:
+                    time.sleep(delay)  # a slow judge: the client may have given up meanwhile
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    send_json(self, judge._verdict(prompt))
 
         return Handler
+
+
+def serve(argv: list[str] | None = None) -> None:
+    """``serve --port P --api-key K --calls-log F --control F``: run until killed (JudgeProcess starts it); prints the
+    address it listens on."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--api-key")
+    parser.add_argument("--calls-log")
+    parser.add_argument("--control")
+    args = parser.parse_args(argv)
+    judge = LoopbackJudge(api_key=args.api_key, port=args.port, calls_log=args.calls_log, control=args.control)
+    print(judge.url, flush=True)
+    judge._server.serve_forever()

