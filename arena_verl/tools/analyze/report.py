@@ -39,13 +39,7 @@ def write_report(summary: dict[str, Any], groups: list[Group], out: str | Path, 
     matplotlib.use("Agg")  # files only: no display, and the same pixels everywhere
     out = Path(out)
     write_output(out / "summary.json", json.dumps(summary, indent=2) + "\n", what="summary")
-    figures = []
-    for name, (caption, plot) in PLOTS.items():
-        if draw(plot, summary, groups, out / f"{name}.png"):
-            figures.append((f"{name}.png", caption))
-        else:  # no data for it: a plot left by an earlier report into the same folder would be stale
-            with contextlib.suppress(FileNotFoundError):
-                (out / f"{name}.png").unlink()
+    figures = draw_all(PLOTS, summary, groups, out)
     page = out / "index.html"
     write_output(page, _page(summary, figures, inputs), what="report page")
     return page
@@ -61,6 +55,20 @@ def literal(text: str, limit: int = _LABEL_CHARS) -> str:
 
 
 # --------------------------------------------------------------------------------------------------------- plots
+
+
+def draw_all(plots: dict, summary: dict, data, out: Path) -> list[tuple[str, str]]:
+    """Every plot of ``plots`` (name -> (caption, plot function)) into ``out/<name>.png``; returns (file, caption) of
+    those drawn. A plot without data is not drawn, and its file from an earlier report into the same folder is removed
+    (it would be stale)."""
+    figures = []
+    for name, (caption, plot) in plots.items():
+        if draw(plot, summary, data, out / f"{name}.png"):
+            figures.append((f"{name}.png", caption))
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                (out / f"{name}.png").unlink()
+    return figures
 
 
 def draw(plot: Callable, summary: dict, groups: list[Group], path: Path) -> bool:

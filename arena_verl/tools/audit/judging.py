@@ -38,6 +38,7 @@ from arena_verl.judge.base import Trace
 from arena_verl.judge.factory import make_judge
 from arena_verl.settings import JudgeSettings
 from arena_verl.tools.audit.selection import PairToJudge
+from arena_verl.tools.judge_runs import ray_for_judge, run_workers
 
 __all__ = ["STATS_TOKEN_FIELDS", "CallMeasure", "Metering", "judge_pairs", "judge_pairs_with"]
 
@@ -198,24 +199,12 @@ def judge_pairs(
     """Judge ``todo`` with the judge ``judge_settings`` names, calling ``write(pair, (first order, second order),
     judge)`` as each pair finishes; the judge (and its engines, and a Ray this started) never outlive this. Returns
     the token source (None: tokens not measured)."""
-    ray_started = False
-    if judge_settings.backend == "vllm":
-        import ray
-
-        if not ray.is_initialized():  # vLLM engines live in Ray actors; a Ray we start is ours to stop
-            ray.init()
-            ray_started = True
-    try:
+    with ray_for_judge(judge_settings):
         try:
             judge = make_judge(judge_settings)  # the backend's SDK is imported here, only for that backend
         except (OSError, ValueError) as exc:  # a folder that holds no model, a tokenizer that cannot be read
             raise InputError(f"--judge: the judge cannot be loaded ({exc})") from None
         return judge_pairs_with(judge, todo, judge_settings.call_budget_s, concurrency, write, total)
-    finally:
-        if ray_started:
-            import ray
-
-            ray.shutdown()
 
 
 def judge_pairs_with(
@@ -240,26 +229,14 @@ def judge_pairs_with(
 
 
 async def _judge_all(pending: Iterator[PairToJudge], judge, metering, timeout_s, concurrency, write, progress):
-    async def worker() -> None:
-        for pair in pending:  # one shared iterator: each pair is taken by exactly one worker
-            group, tag = pair.group, f"{pair.group.step}/{pair.group.key}"
-            measures = []
-            for shown_first, shown_second in ((pair.first, pair.second), (pair.second, pair.first)):
-                a, b = Trace(group.responses[shown_first]), Trace(group.responses[shown_second])
-                call = functools.partial(
-                    judge.compare, group.problem, a, b, group.reference, task=group.task, group=tag
-                )
-                measures.append(await metering.call(call, timeout_s, f"judge call ({pair.id}, {shown_first} first)"))
-            write(pair, tuple(measures), judge)
-            progress.update(1)
+    async def handle(pair: PairToJudge) -> None:
+        group, tag = pair.group, f"{pair.group.step}/{pair.group.key}"
+        measures = []
+        for shown_first, shown_second in ((pair.first, pair.second), (pair.second, pair.first)):
+            a, b = Trace(group.responses[shown_first]), Trace(group.responses[shown_second])
+            call = functools.partial(judge.compare, group.problem, a, b, group.reference, task=group.task, group=tag)
+            measures.append(await metering.call(call, timeout_s, f"judge call ({pair.id}, {shown_first} first)"))
+        write(pair, tuple(measures), judge)
+        progress.update(1)
 
-    workers = [asyncio.ensure_future(worker()) for _ in range(max(1, concurrency))]
-    try:
-        await asyncio.gather(*workers)
-    finally:
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        close = getattr(judge, "close", None)
-        if close is not None:
-            await close()
+    await run_workers(pending, handle, concurrency, judge)

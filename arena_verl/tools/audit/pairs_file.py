@@ -1,25 +1,17 @@
-"""The audit's pairs file (``--out``/``pairs.jsonl``): one JSON line per judged pair (both orders), appended whole
-(one ``write`` on an append-only descriptor, then ``fsync``), locked for one run, repaired after a kill, and checked
-to hold one audit: every line has this run's settings (:data:`RUN_KEYS`). The same guarantees as ``arena-verl
-score``'s score file (:mod:`arena_verl.tools.score.score_file`), for lines keyed by pair.
-
-A torn last line (any text after the last newline) is dropped with a note when the lines before it are pair lines,
-or when it starts as a pair line does; else the file is not a pairs file and is refused untouched. A corrupt line
-before the last is refused, naming its line number."""
+"""The audit's pairs file (``--out``/``pairs.jsonl``): one JSON line per judged pair (both orders), with the
+guarantees of every resumable file (:mod:`arena_verl.tools.resumable_file`: locked for one run, repaired after a kill,
+appended whole, this run's settings (:data:`RUN_KEYS`) on every line), keyed by pair."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 from arena_verl.core.errors import InputError
 from arena_verl.core.tournament import valid_outcome
 from arena_verl.evaluation.audit import PAIR_KINDS, AuditedPair
+from arena_verl.tools.resumable_file import LineFormat, ResumableFile
 
 __all__ = ["PAIRS_FILE", "RUN_KEYS", "PairsFile", "PairsInputError", "PairsWriteError", "audited", "settings_text"]
 
@@ -29,7 +21,6 @@ PAIRS_FILE = "pairs.jsonl"
 RUN_KEYS = ("judge", "verdict", "think_first", "seed", "verification")
 _PER_CALL = ("outcomes", "low_mass", "tokens_in", "tokens_out", "seconds")  # [first order, second order]
 LINE_KEYS = ("pair", "kind", "step", "group", "first", "second", "triple", "digests", "dump_file", *_PER_CALL)
-_LINE_START = b'{"pair":'  # every line this command writes starts so: a torn last line does too
 
 
 class PairsInputError(InputError):
@@ -40,73 +31,15 @@ class PairsWriteError(OSError):
     """A line could not be appended (a full disk): whole lines stay, a torn last one is dropped by the next run."""
 
 
-class PairsFile:
-    """``pairs.jsonl``: locked, repaired and read by :meth:`open`, appended one whole line at a time. ``lines`` holds
-    every record (appended ones included), ``by_pair`` the same by pair id."""
+class PairsFile(ResumableFile):
+    """``pairs.jsonl``. ``lines`` holds every record (appended ones included), ``by_pair`` the same by pair id."""
 
     def __init__(self, path: Path):
-        self.path = Path(path)
-        self.fd: int | None = None
-        self.lines: list[dict[str, Any]] = []
-        self.by_pair: dict[str, dict[str, Any]] = {}
-        self.repaired = 0  # bytes of a torn last line dropped
+        super().__init__(path, PAIR_LINES)
 
-    def open(self, settings: dict[str, Any]) -> None:
-        """Lock, repair and read the file; its lines must have been written with ``settings``."""
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise PairsInputError(f"{self.path}: cannot be written ({exc.strerror or exc})") from None
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.close()
-            raise PairsInputError(f"{self.path}: another audit-judge run is writing this file") from None
-        try:
-            content = self.path.read_bytes()
-            complete = content.rfind(b"\n") + 1
-            self.lines = _parse_lines(self.path, content[:complete])  # checked before a byte changes
-            for number, line in enumerate(self.lines, start=1):
-                theirs = {key: line[key] for key in RUN_KEYS}
-                if theirs != settings:
-                    raise PairsInputError(
-                        f"{self.path} line {number} was judged with {settings_text(theirs)}, this run has "
-                        f"{settings_text(settings)}: rerun with the file's settings or give another --out"
-                    )
-            tail = content[complete:]
-            if tail and not self.lines and not (tail.startswith(_LINE_START) or _LINE_START.startswith(tail)):
-                raise PairsInputError(f"{self.path} line 1: not a pairs line and no newline after it")
-            if complete < len(content):  # a write cut short by a kill: never a whole line
-                os.ftruncate(self.fd, complete)
-                os.fsync(self.fd)
-                self.repaired = len(content) - complete
-        except OSError as exc:
-            self.close()
-            raise PairsInputError(f"{self.path}: cannot be read ({exc.strerror or exc})") from None
-        except PairsInputError:
-            self.close()
-            raise
-        self.by_pair = {line["pair"]: line for line in self.lines}
-
-    def append(self, record: dict[str, Any]) -> None:
-        """One line, whole or not at all: a single write on the append-only descriptor, then fsync."""
-        data = (json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode()
-        try:
-            written = os.write(self.fd, data)
-            if written != len(data):  # left torn: the next run drops it
-                raise OSError(f"short write ({written} of {len(data)} bytes)")
-            os.fsync(self.fd)
-        except OSError as exc:
-            raise PairsWriteError(f"{self.path}: cannot append ({exc.strerror or exc})") from None
-        self.lines.append(record)
-        self.by_pair[record["pair"]] = record
-
-    def close(self) -> None:
-        if self.fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)  # releases the lock
-            self.fd = None
+    @property
+    def by_pair(self) -> dict[str, dict[str, Any]]:
+        return self.by_key
 
 
 def audited(line: dict[str, Any]) -> AuditedPair:
@@ -125,26 +58,7 @@ def audited(line: dict[str, Any]) -> AuditedPair:
 
 
 def settings_text(settings: dict[str, Any]) -> str:
-    return ", ".join(f"{key}={settings.get(key)}" for key in RUN_KEYS)
-
-
-def _parse_lines(path: Path, content: bytes) -> list[dict[str, Any]]:
-    lines = []
-    for number, raw in enumerate(content.splitlines(), start=1):
-        try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise PairsInputError(f"{path} line {number}: not JSON (is this an audit-judge pairs file?)") from None
-        if not isinstance(record, dict):
-            raise PairsInputError(f"{path} line {number}: not a JSON object (is this an audit-judge pairs file?)")
-        missing = [key for key in (*LINE_KEYS, *RUN_KEYS) if key not in record]
-        if missing:
-            raise PairsInputError(f"{path} line {number}: not a pairs line (no {', '.join(missing)})")
-        wrong = _wrong_type(record)
-        if wrong:
-            raise PairsInputError(f"{path} line {number}: not a pairs line ({wrong})")
-        lines.append(record)
-    return lines
+    return PAIR_LINES.settings_text(settings)
 
 
 def _wrong_type(record: dict[str, Any]) -> str | None:
@@ -181,3 +95,17 @@ def _wrong_type(record: dict[str, Any]) -> str | None:
     if not two("seconds", lambda s: s is None or seconds(s)):
         return "seconds is not two durations (or null)"
     return None
+
+
+PAIR_LINES = LineFormat(
+    noun="pairs",
+    command="audit-judge",
+    line_start=b'{"pair":',  # every line this command writes starts so: a torn last line does too
+    run_keys=RUN_KEYS,
+    required=(*LINE_KEYS, *RUN_KEYS),
+    check=_wrong_type,
+    key=lambda line: line["pair"],
+    input_error=PairsInputError,
+    write_error=PairsWriteError,
+    written_with="judged",
+)

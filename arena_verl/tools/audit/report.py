@@ -4,7 +4,6 @@ matplotlib defaults, every file whole or not at all)."""
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
 from pathlib import Path
@@ -14,7 +13,7 @@ import numpy as np
 
 from arena_verl.evaluation.audit import LABELLED, SAME_OUTCOME, AuditedPair
 from arena_verl.evaluation.tables import number, percent
-from arena_verl.tools.analyze.report import ALL_CORRECT, ALL_INCORRECT, STYLE, draw, html_table, legend
+from arena_verl.tools.analyze.report import ALL_CORRECT, ALL_INCORRECT, STYLE, draw_all, html_table, legend
 from arena_verl.tools.errors import write_output
 
 __all__ = ["FIGURE_MEANINGS", "PLOTS", "write_report"]
@@ -60,13 +59,7 @@ def write_report(summary: dict[str, Any], pairs: list[AuditedPair], out: str | P
     out = Path(out)
     text = json.dumps(summary, indent=2, allow_nan=False) + "\n"  # a figure without data is null, never NaN
     write_output(out / "summary.json", text, what="summary")
-    figures = []
-    for name, (caption, plot) in PLOTS.items():
-        if draw(plot, summary, pairs, out / f"{name}.png"):
-            figures.append((f"{name}.png", caption))
-        else:  # no data for it: a plot left by an earlier report into the same folder would be stale
-            with contextlib.suppress(FileNotFoundError):
-                (out / f"{name}.png").unlink()
+    figures = draw_all(PLOTS, summary, pairs, out)
     page = out / "index.html"
     write_output(page, _page(summary, figures, inputs), what="report page")
     return page

@@ -22,6 +22,7 @@ from arena_verl.core.tournament import Tournament, TournamentResult, valid_outco
 from arena_verl.core.tournament.options import TournamentOptions
 from arena_verl.judge import Trace, make_judge
 from arena_verl.settings import JudgeSettings
+from arena_verl.tools.judge_runs import ray_for_judge, run_workers
 from arena_verl.tools.score.groups import ARENA, DumpGroup
 from arena_verl.tools.score.score_file import ScoreFile
 
@@ -64,43 +65,18 @@ def judge_groups(
     """Judge ``todo``, appending each group's line as it finishes; the judge (and its engines) never outlive this."""
     from tqdm import tqdm
 
-    ray_started = False
-    if judge_settings.backend == "vllm":
-        import ray
-
-        if not ray.is_initialized():  # vLLM engines live in Ray actors; a Ray we start is ours to stop
-            ray.init()
-            ray_started = True
-    try:
+    with ray_for_judge(judge_settings):
         judge = make_judge(judge_settings)
         with tqdm(total=total, initial=total - len(todo), unit="group", desc="score", disable=None) as progress:
             asyncio.run(_judge_all(todo, judge, judge_settings, settings, concurrency, out, progress))
-    finally:
-        if ray_started:
-            import ray
-
-            ray.shutdown()
 
 
 async def _judge_all(todo, judge, judge_settings, settings, concurrency: int, out: ScoreFile, progress) -> None:
-    pending = iter(todo)
+    async def handle(group: DumpGroup) -> None:
+        out.append(await score_group(group, judge, settings, judge_settings.call_budget_s))
+        progress.update(1)
 
-    async def worker() -> None:
-        for group in pending:  # one shared iterator: each group is taken by exactly one worker
-            record = await score_group(group, judge, settings, judge_settings.call_budget_s)
-            out.append(record)
-            progress.update(1)
-
-    workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(todo)))]
-    try:
-        await asyncio.gather(*workers)
-    finally:
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        close = getattr(judge, "close", None)
-        if close is not None:
-            await close()
+    await run_workers(todo, handle, concurrency, judge)
 
 
 async def score_group(group: DumpGroup, judge, settings: dict[str, Any], call_timeout_s: float) -> dict[str, Any]:

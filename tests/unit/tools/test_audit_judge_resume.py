@@ -109,7 +109,7 @@ def test_a_file_of_other_settings_is_refused_untouched(dump, tmp_path, monkeypat
     capsys.readouterr()
     assert audit(dump, out, monkeypatch, *extra, spec=spec) == 2
     line = error_line(capsys)
-    assert "line 1 was judged with" in line and "give another --out" in line
+    assert "line 1 was judged with" in line and "write to another --out" in line
     assert (out / "pairs.jsonl").read_bytes() == before
 
 

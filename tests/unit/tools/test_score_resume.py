@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import arena_verl.tools.score.score_file as score_file
+import arena_verl.tools.resumable_file as resumable_file
 from arena_verl.tools.score import read_score_file
 from helpers.score_dumps import PATTERNS, keys_of, non_diverse_keys, score, write_dump
 
@@ -140,7 +140,7 @@ def test_an_old_score_file_without_dump_identity_is_checked_by_group_keys(dump, 
 
 def test_a_full_disk_ends_in_one_line_and_the_rerun_continues(dump, tmp_path, capsys, monkeypatch):
     out = tmp_path / "scores.jsonl"
-    real_write, writes = score_file.os.write, []
+    real_write, writes = resumable_file.os.write, []
 
     def write(fd, data):
         writes.append(len(data))
@@ -149,12 +149,12 @@ def test_a_full_disk_ends_in_one_line_and_the_rerun_continues(dump, tmp_path, ca
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(fd, data)
 
-    monkeypatch.setattr(score_file.os, "write", write)
+    monkeypatch.setattr(resumable_file.os, "write", write)
     assert score(dump, out, "--concurrency", "1") == 1
     (line,) = errors(capsys)
     assert line.startswith(f"error: {out}: cannot append (No space left on device)")
     assert "2 groups are in the file" in line and "rerun the same command to continue" in line
-    monkeypatch.setattr(score_file.os, "write", real_write)
+    monkeypatch.setattr(resumable_file.os, "write", real_write)
     assert score(dump, out) == 0
     printed = capsys.readouterr().out
     assert "dropped a torn last line" in printed and "2 groups already scored" in printed

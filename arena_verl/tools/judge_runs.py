@@ -1,0 +1,55 @@
+"""What the commands that judge a dump offline (``score``, ``audit-judge``) share: a Ray of their own for a vllm judge,
+and a pool of workers that takes the work items from one iterator and closes the judge at the end."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+
+from arena_verl.settings import JudgeSettings
+
+__all__ = ["ray_for_judge", "run_workers"]
+
+
+@contextlib.contextmanager
+def ray_for_judge(judge_settings: JudgeSettings) -> Iterator[None]:
+    """vLLM engines live in Ray actors: start Ray for a vllm judge unless it runs already; a Ray started here is
+    stopped on the way out."""
+    started = False
+    if judge_settings.backend == "vllm":
+        import ray
+
+        if not ray.is_initialized():
+            ray.init()
+            started = True
+    try:
+        yield
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()
+
+
+async def run_workers(items: Iterable, handle: Callable[[object], Awaitable[None]], concurrency: int, judge) -> None:
+    """``handle`` every item with ``concurrency`` workers (at least one, at most one per item when ``items`` has a
+    length); one shared iterator, so each item is taken by exactly one worker. The first error stops the others;
+    the judge is closed at the end when it has ``close``."""
+    pending = iter(items)
+    count = max(1, concurrency if not hasattr(items, "__len__") else min(concurrency, len(items)))
+
+    async def worker() -> None:
+        for item in pending:
+            await handle(item)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(count)]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        close = getattr(judge, "close", None)
+        if close is not None:
+            await close()
