@@ -20,6 +20,7 @@ from arena_verl.core.names import (
     FAILURE_POLICIES,
     JUDGE_BACKENDS,
     MODES,
+    PROBABILITY_READS_PER_VERDICT,
     STRATEGIES,
     VERDICT_MODES,
 )
@@ -87,9 +88,17 @@ class JudgeSettings:
 
     @property
     def call_budget_s(self) -> float:
-        """The longest one compare/score can take with every retry: the referee's outer timeout."""
-        attempts = (self.retries + 1) * (self.parse_retries + 1)
-        return attempts * self.timeout_s + (2 ** (self.retries + 1)) * self.backoff_s * (self.parse_retries + 1)
+        """The longest one compare/score can take with every retry: the referee's outer timeout. A generated verdict
+        is up to ``parse_retries + 1`` generations; a probability verdict up to PROBABILITY_READS_PER_VERDICT reads
+        (after a reasoning generation, and as often as ``parse_retries`` allows, with ``think_first``). Each step is
+        tried ``retries + 1`` times, each bounded by ``timeout_s``, with the exponential backoff between."""
+        per_step = (self.retries + 1) * self.timeout_s + (2 ** (self.retries + 1)) * self.backoff_s
+        if self.verdict == "probability":
+            steps = PROBABILITY_READS_PER_VERDICT + (1 if self.think_first else 0)
+            asks = self.parse_retries + 1 if self.think_first else 1
+        else:
+            steps, asks = 1, self.parse_retries + 1
+        return asks * steps * per_step
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,9 @@ class RefereeActor:
 
     async def count_fallback(self, step: int | None, reason: str) -> None:
         """A reward worker gave a sample its verifier reward without this referee's answer (``referee_lost``): counted
-        here, where the tracker reads the counters, once the referee can be reached again."""
+        here, where the tracker reads the counters, once the referee can be reached again; as a sample too (the
+        referee that lost it lost its count), so that the step's fallback share is of all its samples."""
+        self.referee._count(step, "samples")
         self.referee._count(step, f"fallback_{reason}")
 
     def judge_backend(self) -> str:

@@ -16,6 +16,7 @@ __all__ = [
     "EXTRACTION_MODES",
     "JUDGE_BACKENDS",
     "VERDICT_MODES",
+    "PROBABILITY_READS_PER_VERDICT",
     "VERIFY_STATUSES",
     "ROUTE_VERIFIER",
     "ROUTE_TOURNAMENT",
@@ -40,6 +41,9 @@ EXTRACTION_MODES = ("boxed", "lenient")  # reward.arena.answer_extraction
 JUDGE_BACKENDS = ("simulated", "transformers", "openai", "vllm")
 # reward.arena.judge.verdict: a generated verdict token, or the label probabilities at the verdict position.
 VERDICT_MODES = ("generate", "probability")
+# A probability verdict reads the next-token probabilities at most this many times (the verdict position, and up to
+# two continuations for tokens that start labels of different outcomes): the call budget counts them.
+PROBABILITY_READS_PER_VERDICT = 3
 VERIFY_STATUSES = ("correct", "wrong", "no_answer", "hedged", "empty", "timeout", "error")
 
 # Routes (extra info "arena/route").

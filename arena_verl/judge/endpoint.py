@@ -10,6 +10,8 @@ new address.
 from __future__ import annotations
 
 import logging
+import os
+import stat
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -34,15 +36,20 @@ def read_url_file(path: str | Path) -> str:
         The file cannot be read, is empty, or its first line is not an http(s) address with a host.
     """
     try:
+        # A FIFO or a device would block the referee's event loop on open: only a regular file is read.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise ValueError(f"judge URL file {str(path)!r} is not a regular file")
         with open(path, encoding="utf-8", errors="replace") as handle:
             line = handle.readline(4096)
     except OSError as exc:
         raise ValueError(f"judge URL file {str(path)!r} cannot be read: {exc.strerror or exc}") from exc
     url = "".join(line.split())
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         shown = url[:200] or "an empty first line"
         raise ValueError(f"judge URL file {str(path)!r} holds {shown!r}, not an http(s) address (http://host:port/v1)")
+    if "@" in parts.netloc:  # http://judge-node:8000@elsewhere/v1 reads like the judge and goes elsewhere
+        raise ValueError(f"judge URL file {str(path)!r}: an address with user info ({url[:200]!r}) is refused")
     return url
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from arena_verl.core.names import PROBABILITY_READS_PER_VERDICT
 from arena_verl.judge.verdict import strip_reasoning
 
 __all__ = [
@@ -39,7 +40,8 @@ __all__ = [
 VERDICT_PREFIX = "[["
 PAIRWISE_OUTCOMES = {"A": 1.0, "B": 0.0, "TIE": 0.5}
 POINTWISE_OUTCOMES = {"1": 1.0, "0.5": 0.5, "0": 0.0}
-_MAX_CONTINUATIONS = 2  # extra reads per call for tokens that start labels of different outcomes
+# Extra reads per call for tokens that start labels of different outcomes (the call budget counts every read).
+_MAX_CONTINUATIONS = PROBABILITY_READS_PER_VERDICT - 1
 _MIN_CONTINUED_MASS = 0.01  # such a token with less probability is dropped rather than read further
 
 

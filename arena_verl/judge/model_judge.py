@@ -213,18 +213,19 @@ class ModelJudge:
             except PermanentJudgeError as exc:
                 self.stats.errors += 1
                 logger.warning("%s judge: %s (not retried)", self.name, exc)
+                self._after_failed_attempt(exc)  # another server may answer at the old address now
                 return None
             except Exception as exc:  # noqa: BLE001  (transient: timeout, connection, dead engine)
                 self.stats.errors += 1
-                self._after_transient_error(exc)
+                self._after_failed_attempt(exc)
                 if attempt == s.retries:
                     logger.warning("%s judge: giving up after %d attempts: %r", self.name, attempt + 1, exc)
                     return None
                 await asyncio.sleep(s.backoff_s * 2**attempt)
         return None
 
-    def _after_transient_error(self, exc: BaseException) -> None:
-        """Called after each failed attempt, before the retry (a served judge looks for a new address here)."""
+    def _after_failed_attempt(self, exc: BaseException) -> None:
+        """Called after each failed attempt, transient or not (a served judge looks for a new address here)."""
 
     async def close(self) -> None:
         return None

@@ -118,7 +118,7 @@ class OpenAIJudge(ModelJudge):
     def url(self) -> str:
         return self.endpoint.url
 
-    def _after_transient_error(self, exc: BaseException) -> None:
+    def _after_failed_attempt(self, exc: BaseException) -> None:
         # A refused connection, a reset or a timeout may mean the judge job moved: its URL file says where to.
         self.endpoint.refresh()
 

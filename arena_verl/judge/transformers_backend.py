@@ -22,13 +22,21 @@ __all__ = ["TransformersJudge", "render_chat"]
 
 def render_chat(tokenizer, messages: list[dict], continuation: str | None = None) -> str:
     """The prompt text: the tokenizer's chat template when it has one, else the messages' contents. With
-    ``continuation`` the assistant turn is open and already holds it (the model writes what comes next)."""
+    ``continuation`` the assistant turn already holds it (the model writes what comes next): the generation prompt
+    followed by the continuation, exactly what the model saw and wrote when the continuation is its own reasoning
+    (``think_first``). Re-rendering it as a finished assistant message instead would let templates that drop the
+    reasoning of past turns (DeepSeek-R1's) cut it out, or refuse it. Special-token strings the continuation spells
+    out are broken up, so that they stay text."""
     if getattr(tokenizer, "chat_template", None):
-        if continuation is None:
-            return tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        turn = [*messages, {"role": "assistant", "content": continuation}]
-        return tokenizer.apply_chat_template(turn, continue_final_message=True, tokenize=False)
-    return "\n\n".join(m["content"] for m in messages) + "\n\n" + (continuation or "")
+        prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    else:
+        prompt = "\n\n".join(m["content"] for m in messages) + "\n\n"
+    if continuation is None:
+        return prompt
+    for special in special_token_strings(tokenizer):
+        if len(special) > 1 and special in continuation:
+            continuation = continuation.replace(special, special[0] + "\u200b" + special[1:])
+    return prompt + continuation
 
 
 class TransformersJudge(ModelJudge):

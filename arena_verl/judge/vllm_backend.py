@@ -249,10 +249,18 @@ class VLLMJudge(ModelJudge):
             ) from exc
 
     async def _wait_until_ready(self) -> None:
-        """Wait (outside the per-call timeout) until every engine has started; raise :class:`JudgeStartError` if
-        one failed to or timed out (every later call raises it too)."""
+        """Wait (outside the per-call timeout) until at least one engine has started: a replacement still loading, or
+        one that failed to start, must not hold the calls the healthy engines can take. Raise
+        :class:`JudgeStartError` when every engine failed to start or timed out (every later call raises it too)."""
         starts = [self._start_of(i) for i in range(len(self._engines))]
-        await asyncio.shield(asyncio.gather(*starts))
+        while True:
+            if any(self._started(i) for i in range(len(self._engines))):
+                return
+            pending = [start for start in starts if not start.done()]
+            if not pending:
+                await asyncio.gather(*starts)  # every start ended and none succeeded: raise the first error
+                return
+            await asyncio.shield(asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED))
 
     async def _ready(self) -> None:
         await self._wait_until_ready()

@@ -143,7 +143,7 @@ def degraded_step_warning(step: Any, metrics: dict[str, float]) -> str | None:
     if fell_back:
         share = f" ({fell_back / samples:.0%})" if samples else ""
         reasons = ", ".join(f"{name} {count:g}" for name, count in fallbacks.items() if count)
-        parts.append(f"{fell_back:g} of {samples:g} samples{share} fell back to the verifier reward: {reasons}")
+        parts.append(f"{fell_back:g} of {samples:g} samples{share} fell back (no judge answer): {reasons}")
     if failed:
         parts.append(f"{failed:g} of {calls:g} judge calls gave no verdict")
     if restarts:

@@ -43,7 +43,9 @@ class JudgeProcess:
         return int(self.url.rsplit(":", 1)[1].split("/")[0])
 
     def start(self, port: int = 0) -> str:
-        """Start the server (``port`` 0: a free one) and return its address once it listens."""
+        """Start the server (``port`` 0: a free one) and return its address once it listens; a server of this
+        object's still running is killed first (one server per object, none left behind)."""
+        self.kill()
         command = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(TESTS_DIR)!r}); "
                    "from helpers.loopback_judge import serve; serve()",
                    "--port", str(port), "--calls-log", str(self.calls_log), "--control", str(self.control)]  # fmt: skip

@@ -178,7 +178,7 @@ def test_transformers_reads_verdict_probabilities_from_one_forward_pass(toy_mode
     probabilities = asyncio.run(judge._next_token_probs(messages, "[[", targets))
 
     prompt = render_chat(judge.tokenizer, messages, "[[")
-    assert prompt.endswith("assistant: [[")  # the toy chat template, with the assistant turn left open
+    assert prompt == render_chat(judge.tokenizer, messages) + "[["  # the generation prompt, then the open turn
     with torch.inference_mode():
         logits = judge.model(**judge.tokenizer(prompt, return_tensors="pt")).logits[0, -1]
     direct = torch.softmax(logits.double(), dim=-1)

@@ -113,3 +113,18 @@ def test_reward_scale_above_one_with_the_opt_in():
 def test_answer_extraction():
     assert settings_from_config(config()).answer_extraction == "boxed"
     assert settings_from_config(config({"answer_extraction": "lenient"})).answer_extraction == "lenient"
+
+
+def test_the_call_budget_covers_every_step_of_a_probability_verdict():
+    from arena_verl.core.names import PROBABILITY_READS_PER_VERDICT
+    from arena_verl.settings import JudgeSettings
+
+    generate = JudgeSettings(timeout_s=10.0, retries=1, backoff_s=1.0, parse_retries=1)
+    per_step = 2 * 10.0 + 4 * 1.0  # two tries of 10 s, backoff 2 x 1 s doubled
+    assert generate.call_budget_s == 2 * per_step  # a re-ask
+    probability = JudgeSettings(timeout_s=10.0, retries=1, backoff_s=1.0, parse_retries=1, verdict="probability")
+    assert probability.call_budget_s == PROBABILITY_READS_PER_VERDICT * per_step  # no re-ask: the reads
+    thinking = JudgeSettings(
+        timeout_s=10.0, retries=1, backoff_s=1.0, parse_retries=1, verdict="probability", think_first=True
+    )
+    assert thinking.call_budget_s == 2 * (PROBABILITY_READS_PER_VERDICT + 1) * per_step  # reasoning, reads, re-asked

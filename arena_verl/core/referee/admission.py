@@ -69,13 +69,13 @@ class LatencyEstimate:
     def observe(self, took_s: float) -> None:
         self.seconds = took_s if self.seconds is None else self.seconds + LATENCY_EMA * (took_s - self.seconds)
 
-    def observe_unfinished(self, ran_s: float) -> None:
-        """A call cancelled after ``ran_s`` without an answer (at a complete group's grace): the judge takes at least
-        that long now. Only answered calls move the average, so a judge that became slower would have every call
-        dropped at a grace computed from its old speed, for good; an estimate below ``ran_s`` therefore jumps to twice
-        it (a few groups to catch up with a judge 100 times slower). Before any answer there is no estimate to fix."""
-        if self.seconds is not None and ran_s > self.seconds:
-            self.seconds = 2.0 * ran_s
+    def observe_timeout(self, ran_s: float) -> None:
+        """A call that ran out of its whole call budget without an answer: the judge took at least ``ran_s``. Fed to
+        the average as an answer of that duration (a lower bound), so that a judge that became far slower raises its
+        estimate even while it answers nothing. Calls cut at a complete group's grace are not fed: on a healthy judge
+        they are its slow tail, and counting them would inflate the estimate and with it every later grace."""
+        if self.seconds is not None:
+            self.observe(ran_s)
 
 
 def completion_deadline(grace: float | None, latency_s: float | None) -> float | None:

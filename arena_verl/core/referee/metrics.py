@@ -46,6 +46,7 @@ COUNTERS = (
     "judge_calls_wasted",
     "judge_failures",
     "judge_calls_dropped",  # in flight at a complete group's grace deadline (completion_grace): cancelled
+    "judge_calls_low_mass",  # probability verdicts whose labels got less than judge.low_mass_floor (still used)
     "shed_speculation",  # idle-time speculative work held back: the judge pool had a full pool's worth queued
     "shed_budget",  # a complete group's remaining budget given up: the judge pool was far behind
     *(f"fallback_{name}" for code, name in FALLBACK_REASONS.items() if code),

@@ -66,6 +66,7 @@ class Referee:
         self._tournament_options = TournamentOptions.from_settings(settings)
         self._limiter = PriorityLimiter(pool_share(settings.judge.max_concurrency, settings.num_referees))
         self._latency = LatencyEstimate()  # typical duration of one judge call
+        self._low_mass_seen = 0  # the judge's low-mass count already charged to a step
         self._book = GroupBook(settings.group_size)
         self._tasks: set[asyncio.Task] = set()
         self._counters = StepCounters()
@@ -178,11 +179,8 @@ class Referee:
                 # contained inside wait_for's own task: asyncio lets SystemExit/KeyboardInterrupt out of a task
                 outcome = await asyncio.wait_for(contained(call, "judge call"), self.settings.judge.call_budget_s)
             except asyncio.TimeoutError:
-                self._latency.observe_unfinished(time.monotonic() - started)
+                self._latency.observe_timeout(time.monotonic() - started)
                 return None
-            except asyncio.CancelledError:  # dropped at the completion grace: the call took at least this long
-                self._latency.observe_unfinished(time.monotonic() - started)
-                raise
             if outcome is not None:
                 self._latency.observe(time.monotonic() - started)
             return outcome
@@ -300,6 +298,10 @@ class Referee:
         )
         if counts["samples_routed"]:
             self._last_routed_answer_at = time.time()
+        # The judge counts low-mass calls across groups; each new one is charged to the next group answered.
+        low_mass = int(getattr(self.judge.stats, "low_mass", 0) or 0)
+        counts["judge_calls_low_mass"] = max(0, low_mass - self._low_mass_seen)
+        self._low_mass_seen = max(self._low_mass_seen, low_mass)
         self._counters.add_all(group.step, counts)
 
     def _count(self, step: int | None, key: str, amount: float = 1) -> None:

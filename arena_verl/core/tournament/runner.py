@@ -205,6 +205,7 @@ class Tournament:
         self._first_balance: dict[int, int] | None = {} if self.scheduler.balances_presentation else None
         self._l2, self._order_effect = l2, order_effect
         self._verdicts: list[tuple[int, int, int, float | None]] = []  # (call number, first, second, outcome)
+        self._closed = False  # cancelled, or past its deadline without a verdict: no new calls
         self._inflight: set[asyncio.Task] = set()
         self._error: BaseException | None = None
         self.arrived = 0
@@ -268,7 +269,9 @@ class Tournament:
             if timeout is not None and timeout <= 0:
                 if self._has_verdict():
                     return False
-                # Nothing to answer with yet: wait for the next call to end, then look again.
+                # Nothing to answer with yet: wait for the calls in flight at the deadline (no new ones are made:
+                # each is bounded by the judge's call budget), and answer with the first verdict among them.
+                self._closed = True
                 await asyncio.wait(set(self._inflight), return_when=asyncio.FIRST_COMPLETED)
                 await asyncio.sleep(0)
                 continue
@@ -287,6 +290,7 @@ class Tournament:
             task.cancel()
 
     def cancel(self) -> None:
+        self._closed = True  # a call that ended just before must not dispatch follow-ups from its done callback
         for task in list(self._inflight):
             task.cancel()
 
@@ -323,7 +327,7 @@ class Tournament:
         self._dispatch(self.scheduler.on_idle(), same_round)
 
     def _dispatch(self, pairs: list[tuple[int, int]], same_round: bool = False) -> None:
-        if not pairs:
+        if not pairs or self._closed:
             return
         if not same_round:
             self._rounds_after_last += 1
@@ -347,7 +351,7 @@ class Tournament:
 
     def _on_done(self, task: asyncio.Task) -> None:
         self._inflight.discard(task)
-        if task.cancelled():
+        if task.cancelled() or self._closed:
             return
         if task.exception() is not None and self._error is None:
             self._error = task.exception()

@@ -99,3 +99,19 @@ def test_an_openai_judge_follows_its_url_file_to_a_judge_that_moved(tmp_path):
     finally:
         live.shutdown()
         live.server_close()
+
+
+def test_a_url_with_user_info_is_refused(tmp_path):
+    path = tmp_path / "judge_url"
+    path.write_text("http://judge-node:8000@elsewhere.example/v1\n")
+    with pytest.raises(ValueError, match="user info"):
+        read_url_file(path)
+
+
+def test_a_fifo_is_not_opened(tmp_path):
+    import os
+
+    path = tmp_path / "judge_url"
+    os.mkfifo(path)  # opening it would block until a writer came
+    with pytest.raises(ValueError, match="not a regular file"):
+        read_url_file(path)

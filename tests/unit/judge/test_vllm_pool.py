@@ -195,3 +195,40 @@ def test_the_actor_generates_with_the_given_id():
     engine_actor = actor(0)
     text, truncated = asyncio.run(engine_actor.generate([{"role": "user", "content": "hi"}], 0.0, "req-3"))
     assert (text, truncated, engine_actor.engine.started) == ("[[A]]", False, ["req-3"])
+
+
+def test_a_replacement_still_loading_does_not_hold_the_calls_of_the_healthy_engine():
+    async def slow_start():
+        await asyncio.sleep(5.0)
+        return True
+
+    dead = FakeEngine([ray.exceptions.ActorDiedError()])
+    healthy = FakeEngine(["[[A]]", "[[A]]"])
+    spare = FakeEngine(["[[B]]"], ready=slow_start)
+    judge = PoolJudge([dead, healthy], [spare], timeout_s=1.0)
+
+    async def scenario():
+        loop = asyncio.get_running_loop()
+        first = await judge.compare("p", Trace("a"), Trace("b"))  # the dead engine is replaced; retried elsewhere
+        started = loop.time()
+        second = await judge.compare("p", Trace("a"), Trace("b"))
+        return first, second, loop.time() - started
+
+    first, second, took = asyncio.run(scenario())
+    assert first == second == 1.0 and judge.replaced_engines == 1
+    assert took < 1.0 and len(healthy.generate.calls) == 2 and not spare.generate.calls
+
+
+def test_calls_go_on_when_a_replacement_fails_to_start():
+    async def broken_start():
+        raise ray.exceptions.RayActorError()
+
+    dead = FakeEngine([ray.exceptions.ActorDiedError()])
+    healthy = FakeEngine(["[[A]]", "[[A]]", "[[A]]"])
+    spare = FakeEngine([], ready=broken_start)
+    judge = PoolJudge([dead, healthy], [spare])
+
+    async def scenario():
+        return [await judge.compare("p", Trace("a"), Trace("b")) for _ in range(3)]
+
+    assert asyncio.run(scenario()) == [1.0, 1.0, 1.0]
