@@ -84,6 +84,11 @@ class ModelJudge:
         tokens of ``targets`` the backend can see; tokens with the same text summed)."""
         raise NotImplementedError(f"the {self.name} judge cannot read verdict probabilities")
 
+    async def ready(self) -> None:
+        """Wait until the judge can take calls (a vllm judge's engines have started): a tool that times its calls
+        awaits this first, so that the start is neither counted in a call's time nor cut by its timeout."""
+        await self._ready()
+
     async def _ready(self) -> None:
         """Awaited before each call, outside its timeouts (an engine still starting)."""
 

@@ -34,8 +34,8 @@ def ray_for_judge(judge_settings: JudgeSettings) -> Iterator[None]:
 
 async def run_workers(items: Iterable, handle: Callable[[object], Awaitable[None]], concurrency: int, judge) -> None:
     """``handle`` every item with ``concurrency`` workers (at least one, at most one per item when ``items`` has a
-    length); one shared iterator, so each item is taken by exactly one worker. The first error stops the others;
-    the judge is closed at the end when it has ``close``."""
+    length), once the judge is ready (its ``ready()``, when it has one); one shared iterator, so each item is taken by
+    exactly one worker. The first error stops the others; the judge is closed at the end when it has ``close``."""
     pending = iter(items)
     count = max(1, concurrency if not hasattr(items, "__len__") else min(concurrency, len(items)))
 
@@ -43,8 +43,12 @@ async def run_workers(items: Iterable, handle: Callable[[object], Awaitable[None
         for item in pending:
             await handle(item)
 
-    workers = [asyncio.ensure_future(worker()) for _ in range(count)]
+    workers = []
     try:
+        ready = getattr(judge, "ready", None)
+        if ready is not None:  # an engine's start is neither a call's time nor cut by a call's timeout
+            await ready()
+        workers = [asyncio.ensure_future(worker()) for _ in range(count)]
         await asyncio.gather(*workers)
     finally:
         for task in workers:

@@ -231,7 +231,10 @@ def test_the_faulted_run_trained_until_preempted_and_rewarded_every_sample(fault
 def test_a_judge_that_dies_mid_step_is_counted_and_used_again_within_two_steps(fault_run, died, back):
     plan, steps = fault_run["plan"], steps_by_number(fault_run["summary"])
     back_after = plan.fault(back).result["back_after_step"]
-    degraded = window(steps, plan.fault(died).step_before, back_after)
+    # From the death to the first clean step after the judge is back (a step whose rollout began before the restart
+    # finished still met the dead judge).
+    first_clean = min((n for n in steps if n > back_after and clean(steps[n])), default=max(steps) + 1)
+    degraded = window(steps, plan.fault(died).step_before, first_clean - 1)
     # The death was seen: calls without a verdict, or groups without any verdict (calls that failed after the
     # completion grace are dropped, not failed), each step said so.
     seen = {n: m for n, m in degraded.items() if m["arena/judge_failures"] or m["arena/fallback_judge_error"]}
