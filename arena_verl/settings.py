@@ -7,7 +7,9 @@ or an unknown key is a ``ValueError`` that names the full key (``reward.arena.st
 from __future__ import annotations
 
 import dataclasses
+import keyword
 import math
+import re
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +32,10 @@ __all__ = ["MODES", "JUDGE_BACKENDS", "JudgeSettings", "ArenaSettings", "setting
 
 _DAY_S = 86_400.0
 _PREFIX = "reward.arena"
+# judge.callable: a dotted module path, a colon, a function name.
+_CALLABLE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*", re.ASCII)
+# Keyword arguments the python backend passes itself: callable_kwargs may not name them.
+PYTHON_JUDGE_ARGUMENTS = ("problem", "first", "second", "trace")
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,11 @@ class JudgeSettings:
     gpu_memory_utilization: float = 0.85
     max_model_len: int | None = None
     enable_prefix_caching: bool = True
+    # python: your own function as the judge, "package.module:function" (importable where the referee runs), called
+    # with the problem and the sanitised traces as keyword arguments, plus callable_kwargs (a mapping of plain values;
+    # see arena_verl.judge.python_backend). Both keys are refused with any other backend.
+    callable: str | None = None
+    callable_kwargs: dict[str, Any] | None = None
     # SIMULATED judge only (tests, benchmarks, CPU demo): see arena_verl.judge.simulated_law.
     sim_sharpness: float = 1.0
     sim_position_bias: float = 0.0
@@ -240,6 +251,7 @@ def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
     _in_range("judge.sim_latency_sigma", judge.sim_latency_sigma, 0.0, 3.0)
     for key in ("sim_tie_rate", "sim_parse_failure_rate"):
         _in_range(f"judge.{key}", getattr(judge, key), 0.0, 1.0)
+    _validate_callable(judge)
     if not needed:  # rlvr: the judge never runs (a shared config may still name one)
         return
     if judge.backend in ("transformers", "vllm") and not judge.model_path:
@@ -252,8 +264,56 @@ def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
         raise ValueError(f"{_PREFIX}.judge.tokenizer must be a tokenizer folder or hub id, or null; got ''")
     if judge.backend == "openai" and judge.base_url != "verl" and not judge.model_path:
         raise ValueError(f"{_PREFIX}.judge.model_path is required for the openai backend (the served model's name)")
+    if judge.backend == "python" and not judge.callable:
+        raise ValueError(
+            f"{_PREFIX}.judge.callable is required for the python backend ('package.module:function', e.g. "
+            "'my_judges:prefer_shorter')"
+        )
+    if judge.backend == "python" and judge.show_reference:
+        raise ValueError(
+            f"{_PREFIX}.judge.show_reference: the python backend never passes the reference answer to its callable; "
+            "leave it false"
+        )
+    if judge.backend != "python":
+        for key in ("callable", "callable_kwargs"):
+            if getattr(judge, key) not in (None, {}):
+                raise ValueError(
+                    f"{_PREFIX}.judge.{key} applies to the python backend only (judge.backend is {judge.backend!r}): "
+                    f"set {_PREFIX}.judge.backend=python, or leave {key} null"
+                )
+    # The python backend's function is imported (a missing module or function is an error) when the judge is built
+    # and by check_judge_templates, in the judge layer: settings import no user code.
     # The templates' files are checked by the judge layer (arena_verl.judge.prompts.check_judge_templates), which
     # the reward manager, the recipes' pre-flight and the tools' --judge call right after these settings.
+
+
+def _validate_callable(judge: JudgeSettings) -> None:
+    """``judge.callable`` is ``package.module:function``; ``judge.callable_kwargs`` maps keyword-argument names
+    (identifiers, not the ones the backend passes itself) to plain values (null, a bool, a finite number, a string)."""
+    if judge.callable is not None and (not isinstance(judge.callable, str) or not _CALLABLE.fullmatch(judge.callable)):
+        raise ValueError(
+            f"{_PREFIX}.judge.callable must be 'package.module:function' (a dotted module path, a colon, a function "
+            f"name), got {judge.callable!r}"
+        )
+    kwargs = judge.callable_kwargs
+    if kwargs is None:
+        return
+    key = f"{_PREFIX}.judge.callable_kwargs"
+    if not isinstance(kwargs, Mapping):
+        raise ValueError(f"{key} must be a mapping of keyword arguments (or null), got {kwargs!r}")
+    for name, value in kwargs.items():
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            raise ValueError(f"{key}: {name!r} is not a keyword-argument name")
+        if name in PYTHON_JUDGE_ARGUMENTS:
+            raise ValueError(
+                f"{key}.{name}: the python backend passes {', '.join(PYTHON_JUDGE_ARGUMENTS)} itself; choose another "
+                "name"
+            )
+        plain = value is None or isinstance(value, (bool, int, float, str))
+        if not plain:
+            raise ValueError(f"{key}.{name} must be a plain value (null, a bool, a number or a string), got {value!r}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{key}.{name} must be a finite number, got {value!r}")
 
 
 def _in_range(key: str, value: float, low: float, high: float, low_open: bool = False) -> None:

@@ -38,7 +38,7 @@ DEFAULT_STRATEGY = {"tournament_all": "round_robin", "arena": "live"}
 STRATEGIES = ("round_robin", "live", "random", "info_gain", "paced")
 FAILURE_POLICIES = ("tie", "drop")  # what a failed judge call becomes in the fit
 EXTRACTION_MODES = ("boxed", "lenient")  # reward.arena.answer_extraction
-JUDGE_BACKENDS = ("simulated", "transformers", "openai", "vllm")
+JUDGE_BACKENDS = ("simulated", "transformers", "openai", "vllm", "python")
 # reward.arena.judge.verdict: a generated verdict token, or the label probabilities at the verdict position.
 VERDICT_MODES = ("generate", "probability")
 # A probability verdict reads the next-token probabilities at most this many times (the verdict position, and up to

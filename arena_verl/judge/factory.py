@@ -32,6 +32,10 @@ def make_judge(settings: JudgeSettings) -> Judge:
         from arena_verl.judge.openai_backend import OpenAIJudge
 
         return OpenAIJudge(settings)
+    if settings.backend == "python":
+        from arena_verl.judge.python_backend import PythonJudge
+
+        return PythonJudge(settings)  # imports judge.callable now: a missing module or function is a ValueError
     if settings.backend == "vllm":
         from arena_verl.judge.vllm_backend import VLLMJudge
 

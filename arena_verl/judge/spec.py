@@ -7,6 +7,11 @@
 ``vllm:PATH``              a local model folder served by vLLM engines in Ray actors
 ``openai:URL#MODEL``       an OpenAI-compatible chat endpoint (http or https) and the served model's name; the API
                            key comes from the environment variable ``JudgeSettings.api_key_env`` (OPENAI_API_KEY)
+``python:MODULE:FUNCTION`` a Python function as the judge (``reward.arena.judge.backend: python``): ``MODULE`` a
+                           top-level module or a dotted package path, importable here; keyword arguments for it
+                           after ``?``, e.g. ``python:my_judges:prefer_shorter?weight=0.5&mode=strict``
+                           (``judge.callable_kwargs``): a value that reads as a number is a float, anything else a
+                           string (percent-decoded: ``%26`` for ``&``)
 =========================  ==========================================================================================
 
 A spec becomes :class:`~arena_verl.settings.JudgeSettings` through the same reader and validation as
@@ -16,14 +21,15 @@ A spec becomes :class:`~arena_verl.settings.JudgeSettings` through the same read
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import Any
+from urllib.parse import quote, unquote, urlsplit
 
 from arena_verl.judge.templates import check_judge_templates
 from arena_verl.settings import JudgeSettings, settings_from_config
 
 __all__ = ["JUDGE_SPEC_FORMS", "SIM_OPTIONS", "judge_settings_from_spec", "judge_spec"]
 
-JUDGE_SPEC_FORMS = ("simulated", "transformers:PATH", "vllm:PATH", "openai:URL#MODEL")
+JUDGE_SPEC_FORMS = ("simulated", "transformers:PATH", "vllm:PATH", "openai:URL#MODEL", "python:MODULE:FUNCTION")
 # simulated?NAME=VALUE options and the JudgeSettings field each sets.
 SIM_OPTIONS = {
     "sharpness": "sim_sharpness",
@@ -44,7 +50,8 @@ def judge_settings_from_spec(spec: str, **overrides) -> JudgeSettings:
     Parameters
     ----------
     spec : str
-        ``simulated[?options]``, ``transformers:PATH``, ``vllm:PATH`` or ``openai:URL#MODEL``.
+        ``simulated[?options]``, ``transformers:PATH``, ``vllm:PATH``, ``openai:URL#MODEL`` or
+        ``python:MODULE:FUNCTION[?keyword arguments]``.
     **overrides
         Further :class:`JudgeSettings` fields (``max_concurrency=8``), applied after the spec's own.
 
@@ -52,7 +59,8 @@ def judge_settings_from_spec(spec: str, **overrides) -> JudgeSettings:
     ------
     ValueError
         An unknown scheme, an empty or missing model folder, a URL that is not http(s) or has no ``#MODEL``, an
-        unknown simulated option, or a value the settings' validation rejects; the message quotes the spec.
+        unknown simulated option, a python function that cannot be imported, or a value the settings' validation
+        rejects; the message quotes the spec.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise _error(spec, "the judge spec is empty")
@@ -62,6 +70,10 @@ def judge_settings_from_spec(spec: str, **overrides) -> JudgeSettings:
         if colon:
             raise _error(spec, "the simulated judge takes no path (options go after '?')")
         fields = {"backend": "simulated", **_sim_options(spec)}
+    elif scheme.partition("?")[0] == "python":
+        if not colon or scheme != "python":
+            raise _error(spec, "python needs a function: python:package.module:function")
+        fields = {"backend": "python", **_python_target(spec, rest)}
     elif scheme in ("transformers", "vllm", "openai") and not colon:
         raise _error(spec, f"{scheme} needs {'a URL and a model' if scheme == 'openai' else 'a model folder'}")
     elif scheme in ("transformers", "vllm"):
@@ -81,7 +93,8 @@ def judge_settings_from_spec(spec: str, **overrides) -> JudgeSettings:
 
 def judge_spec(settings: JudgeSettings) -> str:
     """The canonical spec of ``settings``: model folders as absolute paths, and the simulated options that change
-    its verdicts (not its latency). Two settings that judge alike have the same spec (score files record it)."""
+    its verdicts (not its latency), a python function with all its keyword arguments (sorted by name). Two settings
+    that judge alike have the same spec (score files record it)."""
     if settings.backend == "simulated":
         defaults = JudgeSettings()
         changed = [
@@ -94,6 +107,10 @@ def judge_spec(settings: JudgeSettings) -> str:
         return f"{settings.backend}:{Path(settings.model_path).expanduser().resolve()}"
     if settings.backend == "openai":
         return f"openai:{settings.base_url}#{settings.model_path}"
+    if settings.backend == "python":
+        kwargs = settings.callable_kwargs or {}
+        options = "&".join(f"{name}={_spec_value(kwargs[name])}" for name in sorted(kwargs))
+        return f"python:{settings.callable}" + (f"?{options}" if options else "")
     raise ValueError(f"no judge spec for backend {settings.backend!r}")
 
 
@@ -120,6 +137,42 @@ def _sim_options(spec: str) -> dict[str, float]:
         except ValueError:
             raise _error(spec, f"simulated option {name}={value!r} is not a number") from None
     return {SIM_OPTIONS[name]: value for name, value in options.items()}
+
+
+def _python_target(spec: str, rest: str) -> dict[str, Any]:
+    """``MODULE:FUNCTION[?NAME=VALUE&...]`` as ``callable`` and ``callable_kwargs`` (the settings check the form)."""
+    target, question, query = rest.partition("?")
+    if question and not query:
+        raise _error(spec, "nothing after '?'")
+    kwargs: dict[str, Any] = {}
+    for item in query.split("&") if query else []:
+        name, equals, value = item.partition("=")
+        if not name:
+            raise _error(spec, f"a keyword argument without a name ({item!r})")
+        if not equals or not value:
+            raise _error(spec, f"keyword argument {name!r} has no value ({name}=VALUE)")
+        if name in kwargs:
+            raise _error(spec, f"keyword argument {name!r} given twice")
+        kwargs[name] = _number_or_text(unquote(value))
+    return {"callable": target, "callable_kwargs": kwargs or None}
+
+
+def _number_or_text(value: str) -> float | str:
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def _spec_value(value: Any) -> str:
+    """A keyword argument's value in a spec: a number exactly (:func:`_exact`), text percent-encoded where it holds
+    what the grammar reads (``&``, ``=``, ``%``, ``?``, ``#``, spaces); a config's null and bools as yaml spells
+    them (they read back as text: a spec records a judge's identity)."""
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, (int, float)):
+        return _exact(value)
+    return quote(str(value), safe="/:.,@+-_~")
 
 
 def _model_folder(spec: str, path: str) -> str:

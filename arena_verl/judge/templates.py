@@ -40,8 +40,16 @@ def check_judge_templates(judge) -> None:
     """A model-backed judge's templates (``reward.arena.judge.*_template``) can be read, are of their kind (the
     pairwise one shows ``{first}`` and ``{second}``, the pointwise one ``{trace}``) and ask for the verdict tokens
     the parser reads; else a ``ValueError`` naming the key. Called at start-up, right after the settings are read,
-    and by every model-backed judge when it is built."""
+    and by every model-backed judge when it is built. The simulated and python judges use no template; for a python
+    judge the function ``judge.callable`` names is imported instead (a missing module or function is the start-up
+    error here, not a referee that falls back on every group)."""
     if judge.backend == "simulated":
+        return
+    if judge.backend == "python":
+        if judge.callable is not None:  # required where the judge runs (the settings' check); rlvr may leave it out
+            from arena_verl.judge.python_backend import load_callable
+
+            load_callable(judge.callable)
         return
     if judge.pairwise_template is not None:
         _check_template("judge.pairwise_template", judge.pairwise_template, ("{first}", "{second}"), {"A", "B"})

@@ -17,7 +17,7 @@ from arena_verl.judge.model_judge import ModelJudge
 from arena_verl.judge.templates import check_judge_templates
 from arena_verl.settings import JudgeSettings
 
-__all__ = ["TransformersJudge", "render_chat"]
+__all__ = ["TransformersJudge", "prompt_token_ids", "render_chat"]
 
 
 def render_chat(tokenizer, messages: list[dict], continuation: str | None = None) -> str:
@@ -37,6 +37,14 @@ def render_chat(tokenizer, messages: list[dict], continuation: str | None = None
         if len(special) > 1 and special in continuation:
             continuation = continuation.replace(special, special[0] + "\u200b" + special[1:])
     return prompt + continuation
+
+
+def prompt_token_ids(tokenizer, messages: list[dict], continuation: str | None = None) -> list[int]:
+    """The prompt's token ids with its special tokens exactly once. A chat template's rendering already holds the
+    ones it wants (a BOS for Llama, Mistral, DeepSeek), so the text is tokenised without adding them again (that
+    gave two BOS); a prompt without a template gets the tokenizer's usual ones, as a plain text prompt would."""
+    text = render_chat(tokenizer, messages, continuation)
+    return list(tokenizer.encode(text, add_special_tokens=not getattr(tokenizer, "chat_template", None)))
 
 
 class TransformersJudge(ModelJudge):
@@ -64,13 +72,19 @@ class TransformersJudge(ModelJudge):
         self.vocabulary = LabelVocabulary(self.tokenizer) if settings.verdict == "probability" else None
 
     async def _generate(self, messages: list[dict], temperature: float) -> Reply:
-        prompt = render_chat(self.tokenizer, messages)
-        return await asyncio.get_running_loop().run_in_executor(None, self._generate_sync, prompt, temperature)
+        ids = prompt_token_ids(self.tokenizer, messages)
+        return await asyncio.get_running_loop().run_in_executor(None, self._generate_sync, ids, temperature)
 
-    def _generate_sync(self, prompt: str, temperature: float) -> Reply:
+    def _inputs(self, ids: list[int]) -> dict:
         import torch
 
-        inputs = self.tokenizer(prompt, return_tensors="pt").to(self.model.device)
+        input_ids = torch.tensor([ids], dtype=torch.long, device=self.model.device)
+        return {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+
+    def _generate_sync(self, ids: list[int], temperature: float) -> Reply:
+        import torch
+
+        inputs = self._inputs(ids)
         sampling = {"do_sample": True, "temperature": temperature, "top_p": self.settings.top_p}
         pad_id = self.tokenizer.pad_token_id
         with self._model_lock, torch.inference_mode():
@@ -85,16 +99,16 @@ class TransformersJudge(ModelJudge):
         return Reply(self.tokenizer.decode(new_tokens, skip_special_tokens=True), truncated=not ended)
 
     async def _next_token_probs(self, messages: list[dict], continuation: str, targets: LabelTargets) -> dict:
-        prompt = render_chat(self.tokenizer, messages, continuation)
+        prompt = prompt_token_ids(self.tokenizer, messages, continuation)
         ids = self.vocabulary.token_ids(targets)
         probabilities = await asyncio.get_running_loop().run_in_executor(None, self._label_probs_sync, prompt, ids)
         return self.vocabulary.by_text(zip(ids, probabilities))
 
-    def _label_probs_sync(self, prompt: str, ids: tuple[int, ...]) -> list[float]:
-        """The next-token probabilities of ``ids`` after ``prompt``: one forward pass, softmax in float32."""
+    def _label_probs_sync(self, prompt: list[int], ids: tuple[int, ...]) -> list[float]:
+        """The next-token probabilities of ``ids`` after the ``prompt`` ids: one forward pass, softmax in float32."""
         import torch
 
-        inputs = self.tokenizer(prompt, return_tensors="pt").to(self.model.device)
+        inputs = self._inputs(prompt)
         with self._model_lock, torch.inference_mode():
             try:  # the last position's logits only (a long prompt's would take vocab x length floats)
                 output = self.model(**inputs, logits_to_keep=1)

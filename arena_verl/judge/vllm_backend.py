@@ -31,7 +31,7 @@ from arena_verl.judge.hygiene import special_token_strings
 from arena_verl.judge.label_probs import LabelTargets, LabelVocabulary
 from arena_verl.judge.model_judge import ModelJudge
 from arena_verl.judge.templates import check_judge_templates
-from arena_verl.judge.transformers_backend import render_chat
+from arena_verl.judge.transformers_backend import prompt_token_ids
 from arena_verl.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ class VLLMEngineActor:
         """The reply's text, and whether the token limit cut it."""
         s = self.settings
         params = self._params_class()(temperature=temperature, top_p=s.top_p, max_tokens=s.max_new_tokens)
-        final = await self._run(render_chat(self.tokenizer, messages), params, request_id)
+        final = await self._run(prompt_token_ids(self.tokenizer, messages), params, request_id)
         if final is None or not final.outputs:
             return "", False
         return final.outputs[0].text, final.outputs[0].finish_reason == "length"
@@ -143,10 +143,10 @@ class VLLMEngineActor:
         """``{token id: log-probability}`` of the token after the open assistant turn ``continuation``."""
         params_class = self._params_class()
         params = params_class(**label_sampling_kwargs(params_class, token_ids))
-        final = await self._run(render_chat(self.tokenizer, messages, continuation), params, request_id)
+        final = await self._run(prompt_token_ids(self.tokenizer, messages, continuation), params, request_id)
         return first_token_logprobs(final)
 
-    async def _run(self, prompt: str, params, request_id: str | None):
+    async def _run(self, prompt_ids: list[int], params, request_id: str | None):
         request_id = request_id or uuid.uuid4().hex
         if request_id in self._aborted:  # aborted before it started
             del self._aborted[request_id]
@@ -154,7 +154,9 @@ class VLLMEngineActor:
         self._running[request_id] = asyncio.current_task()
         try:
             final = None
-            async for output in self.engine.generate(prompt, params, request_id):
+            # Token ids, not text: vLLM would tokenise a text prompt with special tokens added, and a chat
+            # template's rendering already holds its BOS (two, for Llama, Mistral, DeepSeek templates).
+            async for output in self.engine.generate({"prompt_token_ids": prompt_ids}, params, request_id):
                 final = output
             return final
         finally:

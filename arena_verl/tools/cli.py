@@ -12,6 +12,8 @@
     arena-verl prepare    the paper's benchmark data as verl parquet files (presets; see --help)
     arena-verl recipe     what an experiment recipe would run: the composed config, verl's rules, paths, judge load
     arena-verl runlog     per-step time and generations of runs, from verl's file logger
+    arena-verl experiment the learning experiment: the arena against RLVR, RLVR + DAPO and a random judge with
+                          verl's real trainer on CPU (a resumable grid of arms x seeds; results.json, plots, HTML)
 
 Every command that judges takes the same ``--judge`` grammar: ``simulated``, ``transformers:PATH``, ``vllm:PATH``,
 ``openai:URL#MODEL``. ``arena-verl COMMAND --help`` describes each.
@@ -43,6 +45,10 @@ COMMANDS = {
     "prepare": ("arena_verl.tools.prepare", "the paper's data (AIME, BeyondAIME, GPQA, LiveCodeBench) as verl parquet"),
     "recipe": ("arena_verl.tools.recipe", "what an experiment recipe runs: config, verl's rules, paths, judge load"),
     "runlog": ("arena_verl.tools.runlog", "per-step time and generations of runs, from verl's file logger"),
+    "experiment": (
+        "arena_verl.tools.experiment.command",
+        "the learning experiment: arena vs RLVR, DAPO and a random judge, verl's trainer on CPU (resumable grid)",
+    ),
 }
 
 

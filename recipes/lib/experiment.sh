@@ -20,13 +20,17 @@
 #     ray:   vLLM engines in Ray actors on spare GPUs of the same Ray cluster: JUDGE_ENGINES [1], JUDGE_TP [2 / 8]
 #     verl:  verl's reward-model serving (its own resource pool): JUDGE_NNODES [1], JUDGE_GPUS_PER_NODE [2 / 8],
 #            JUDGE_TP [2 / 8]
-#     local: the judge inside the run: JUDGE [simulated] | transformers | vllm (with JUDGE_MODEL); simulated is the
-#            SIMULATED judge of tests and demos, never a model
+#     local: the judge inside the run: JUDGE [simulated] | transformers | vllm (with JUDGE_MODEL) | python (with
+#            JUDGE_CALLABLE, module:function; its knobs: reward.arena.judge.callable_kwargs={...}); simulated is
+#            the SIMULATED judge of tests and demos, never a model
 #   JUDGE_MODEL              judge folder (ray, verl, local) [$MODELS_DIR/Qwen3-4B-Instruct-2507 / $MODELS_DIR/DeepSeek-Math-V2]
 #   RUN_DIR [./runs/<experiment>]  checkpoints/, validation/ (dumps), metrics/<attempt>.jsonl, train.log (shared storage)
 #   TOTAL_STEPS [verl's: epochs / same / 2]   SAVE_FREQ [20]   TEST_FREQ [20]   (-1: never)
 #   KEEP_CHECKPOINTS [3]     checkpoints kept (trainer.max_actor_ckpt_to_keep); -1: all
 #   VAL_N [16 / 16 / 2]      VAL_TEMPERATURE [0.6]
+#   SEED [verl's: 42; the judge's 0]  one seed for the data order (data.seed, actor.data_loader_seed), the actor's
+#                            initialisation (actor.fsdp_config.seed), rollout sampling (rollout.seed) and the judge's
+#                            own noise (reward.arena.judge.seed): runs that differ only in SEED are the seeds of one arm
 #   PROJECT_NAME [arena_verl]      EXPERIMENT_NAME [<experiment>-<setting>]       LOGGER [[console,file]]
 #   PYTHON [.venv/bin/python if present, else python3]
 #   RAY_ADDRESS              a running Ray cluster to join (e.g. auto, set by scripts/slurm); unset: a local one
@@ -102,7 +106,12 @@ local_judge_overrides() {
       if [ "$judge" = vllm ] && [ "$setting" = cpu ]; then
         into+=(ray_kwargs.ray_init.num_gpus=2 reward.arena.judge.max_model_len=2048)
       fi ;;
-    *) _die "JUDGE must be simulated, transformers or vllm, got '$judge'" ;;
+    python)  # a Python judge (module:function), imported in the referee's process; knobs as Hydra overrides
+      [ -n "${JUDGE_CALLABLE:-}" ] || _die "JUDGE=python needs JUDGE_CALLABLE (module:function)"
+      [[ "$JUDGE_CALLABLE" =~ ^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$ ]] \
+        || _die "JUDGE_CALLABLE must be module:function, got '$JUDGE_CALLABLE'"
+      into+=(reward.arena.judge.callable="$(_hq "$JUDGE_CALLABLE")") ;;
+    *) _die "JUDGE must be simulated, transformers, vllm or python, got '$judge'" ;;
   esac
   into+=(reward.arena.judge.backend="$judge")
 }
@@ -202,6 +211,7 @@ experiment_main() {
               JUDGE_WAIT_S TIMEOUT_S; do
     [ -z "${!name:-}" ] || _check_int "$name" "${!name}" 1
   done
+  [ -z "${SEED:-}" ] || _check_int SEED "$SEED" 0
   for name in SAVE_FREQ TEST_FREQ KEEP_CHECKPOINTS; do [ -z "${!name:-}" ] || _check_int "$name" "${!name}" -1; done
   [[ "${VAL_TEMPERATURE:-0.6}" =~ ^[0-9]+([.][0-9]+)?$ ]] || _die "VAL_TEMPERATURE must be a number >= 0"
   # Each attempt (a requeued job is a new attempt) gets its own metrics file: verl's file logger truncates it.
@@ -237,6 +247,11 @@ experiment_main() {
   [ -n "${NNODES:-}" ] && cmd+=(trainer.nnodes="$NNODES")
   [ -n "${GPUS_PER_NODE:-}" ] && cmd+=(trainer.n_gpus_per_node="$GPUS_PER_NODE")
   [ -n "${TOTAL_STEPS:-}" ] && cmd+=(trainer.total_training_steps="$TOTAL_STEPS")
+  if [ -n "${SEED:-}" ]; then
+    cmd+=(data.seed="$SEED" actor_rollout_ref.actor.data_loader_seed="$SEED"
+          actor_rollout_ref.actor.fsdp_config.seed="$SEED" actor_rollout_ref.rollout.seed="$SEED"
+          reward.arena.judge.seed="$SEED")
+  fi
 
   # Where the judge runs.
   local placement=${JUDGE_PLACEMENT:-$default_placement} judge_url=${JUDGE_URL:-} judge=${JUDGE:-simulated}
@@ -295,6 +310,7 @@ experiment_main() {
             reward.arena.judge.backend=openai reward.arena.judge.base_url=verl) ;;
     local)
       [ "$judge" != simulated ] || notice="judge: the SIMULATED judge, in the run's own processes (not a model)"
+      [ "$judge" != python ] || notice="judge: the Python judge ${JUDGE_CALLABLE:-}, in the run's own processes"
       local_judge_overrides cmd "$judge" "$judge_model" "$setting" ;;
     *) _die "JUDGE_PLACEMENT must be serve, ray, verl or local, got '$placement'" ;;
   esac

@@ -158,7 +158,12 @@ class SlowEngine:
 
 
 class Tokenizer:
+    """The messages' text as bytes: a tokenizer without a chat template (the engine gets token ids)."""
+
     chat_template = None
+
+    def encode(self, text, add_special_tokens=True):
+        return list(text.encode())
 
 
 def actor(delay):

@@ -1,0 +1,1 @@
+"""``arena-verl experiment``: the learning experiment (see :mod:`arena_verl.tools.experiment.command`)."""

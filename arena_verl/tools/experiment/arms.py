@@ -1,0 +1,130 @@
+"""The learning experiment's arms and sizes: which recipe each arm runs, with which judge, and the shapes every arm
+shares (the CPU setting's small defaults overridden after the recipe, as a user overrides them).
+
+=====================  ===================================  ====================================================
+arm                    recipe                               non-diverse groups get
+=====================  ===================================  ====================================================
+``rlvr``               ``recipes/rlvr.sh``                  the verifier's reward (zero advantage)
+``rlvr_dapo``          ``recipes/rlvr_dapo.sh``             discarded and regenerated (DAPO dynamic sampling)
+``arena_live``         ``recipes/arena_live.sh``            the live tournament, judged by the step judge
+``arena_live_random``  ``recipes/arena_live.sh``            the live tournament, judged by the random judge
+``arenarl``            ``recipes/arenarl.sh``               every group (diverse too) in a round robin, step judge
+``arena_live_slow``    ``recipes/arena_live.sh``            as ``arena_live`` with a judge latency (cost only)
+=====================  ===================================  ====================================================
+
+The step and random judges are programs (:mod:`arena_verl.judge.programs`), standing in for an LLM judge: the step
+judge reads each trace's steps and prefers the longer valid prefix (it never sees the reference answer); the random
+judge is the control, the arena's plumbing with no signal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["ARMS", "DEFAULT_ARMS", "Arm", "Plan", "FULL", "QUICK", "STEP_JUDGE", "RANDOM_JUDGE"]
+
+STEP_JUDGE = "arena_verl.judge.programs.step_judge:judge"
+RANDOM_JUDGE = "arena_verl.judge.programs.random_judge:judge"
+# The step judge as an imperfect reader: right on 90% of the pairs whose traces differ, and a 10% pull to the
+# first-shown trace (the order debiasing then has something to remove). A real LLM judge's accuracy on such pairs
+# is unknown here; these knobs are stated wherever the results are.
+STEP_JUDGE_KNOBS = {"accuracy": 0.9, "position_bias": 0.1}
+SLOW_JUDGE_LATENCY_S = 0.25  # seconds per call of arena_live_slow's judge: what a small served judge takes
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    recipe: str  # recipes/<recipe>.sh
+    judge: str | None = None  # a Python judge callable, module:function
+    judge_kwargs: dict = field(default_factory=dict)
+    cost_only: bool = False  # run at the first seed only: its figure is the cost, not the learning
+    summary: str = ""
+
+
+ARMS = {
+    arm.name: arm
+    for arm in (
+        Arm("rlvr", "rlvr", summary="RLVR: verifier rewards only"),
+        Arm("rlvr_dapo", "rlvr_dapo", summary="RLVR + DAPO dynamic sampling (non-diverse groups regenerated)"),
+        Arm("arena_live", "arena_live", STEP_JUDGE, STEP_JUDGE_KNOBS, summary="Arena-Live, step judge"),
+        Arm("arena_live_random", "arena_live", RANDOM_JUDGE, summary="Arena-Live, random judge (control)"),
+        Arm("arenarl", "arenarl", STEP_JUDGE, STEP_JUDGE_KNOBS, summary="ArenaRL: round robin on every group"),
+        Arm(
+            "arena_live_slow",
+            "arena_live",
+            STEP_JUDGE,
+            {**STEP_JUDGE_KNOBS, "latency_s": SLOW_JUDGE_LATENCY_S},
+            cost_only=True,
+            summary=f"Arena-Live, step judge taking {SLOW_JUDGE_LATENCY_S} s a call (cost)",
+        ),
+    )
+}
+DEFAULT_ARMS = tuple(ARMS)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The sizes every arm shares."""
+
+    steps: int
+    prompts_per_step: int  # data.train_batch_size
+    group_size: int  # rollout.n
+    response_tokens: int  # data.max_response_length
+    test_freq: int  # validation every this many steps (and at the last)
+    val_rows: int  # problems in each validation split
+    val_n: int  # samples per validation problem
+    train_rows: int
+    learning_rate: float
+    timeout_s: int  # one run's bound (the recipe's TIMEOUT_S)
+
+    def overrides(self) -> list[str]:
+        """Hydra overrides after the recipe's own (the CPU setting's small defaults replaced)."""
+        prompt_tokens = 64
+        return [
+            f"data.train_batch_size={self.prompts_per_step}",
+            f"data.max_prompt_length={prompt_tokens}",
+            f"data.max_response_length={self.response_tokens}",
+            f"actor_rollout_ref.rollout.n={self.group_size}",
+            f"actor_rollout_ref.actor.ppo_mini_batch_size={self.prompts_per_step}",
+            f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={self.prompts_per_step * self.group_size}",
+            f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={self.prompts_per_step * self.group_size}",
+            f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={self.prompts_per_step * self.group_size}",
+            f"actor_rollout_ref.rollout.max_model_len={prompt_tokens + self.response_tokens}",
+            f"actor_rollout_ref.rollout.max_num_batched_tokens={4 * (prompt_tokens + self.response_tokens)}",
+            "actor_rollout_ref.rollout.max_num_seqs=64",
+            f"actor_rollout_ref.actor.optim.lr={self.learning_rate}",
+            "actor_rollout_ref.rollout.temperature=1.0",
+            "trainer.val_before_train=True",
+            "trainer.log_val_generations=0",
+            # The judge sees each trace whole (the budget counts bytes without a judge tokenizer).
+            "reward.arena.judge.max_trace_tokens=1024",
+        ]
+
+
+# The published grid: 30 steps of 8 prompts x 8 samples (see docs/benchmarks/learning.md for how it was sized).
+FULL = Plan(
+    steps=30,
+    prompts_per_step=8,
+    group_size=8,
+    response_tokens=96,
+    test_freq=5,
+    val_rows=64,
+    val_n=2,
+    train_rows=2000,
+    learning_rate=3e-5,
+    timeout_s=1500,
+)
+# CI's form: the grid's plumbing (every arm's steps logged once, results.json and the plots), not its figures.
+QUICK = Plan(
+    steps=3,
+    prompts_per_step=2,
+    group_size=8,
+    response_tokens=96,
+    test_freq=3,
+    val_rows=8,
+    val_n=1,
+    train_rows=64,
+    learning_rate=1e-4,
+    timeout_s=600,
+)

@@ -1,0 +1,233 @@
+"""``arena-verl experiment``: the learning experiment, the arena against RLVR, RLVR + DAPO and a random judge, with
+verl's real trainer on CPU through the experiment recipes.
+
+    arena-verl experiment --out runs/learning                     # the full grid (hours; resumable)
+    arena-verl experiment --out /tmp/quick --quick                # CI's form: one seed, two arms, three steps
+    arena-verl experiment --out runs/learning --arms rlvr,arena_live --seeds 1
+    arena-verl experiment --out runs/learning --report-only       # results.json and the report from finished runs
+
+It builds what the runs share (the warmed policy, cached by its settings under ``--cache``; the training, test and
+held-out splits under ``OUT/assets``), then runs every arm x seed as ``bash recipes/<recipe>.sh`` with ``SETTING=cpu``
+(one at a time: a run takes both cores). A finished run (its ``result.json``) is never redone; an unfinished one is
+started again from nothing. After each run ``OUT/results.json``, ``OUT/report.html`` and the PNG plots are written
+again from every finished run. Progress: one line per change (run k of n, step, ETA).
+
+The judges are programs (:mod:`arena_verl.judge.programs`), standing in for an LLM judge: see
+:mod:`arena_verl.tools.experiment.arms`. Exit status: 0 every run finished, 1 a run failed (the others still ran;
+rerun to retry it), 2 bad input (one line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from arena_verl.core.errors import InputError
+from arena_verl.tools.experiment.arms import ARMS, DEFAULT_ARMS, FULL, QUICK, Plan
+from arena_verl.tools.experiment.grid import RECIPES, grid_runs, is_finished, run_one
+from arena_verl.tools.experiment.report import write_report
+from arena_verl.tools.experiment.results import aggregate
+
+__all__ = ["configure_parser", "run", "QUICK_ARMS"]
+
+QUICK_ARMS = ("rlvr", "arena_live")
+MAX_SEEDS = 20
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, required=True, help="the grid's folder (runs, assets, results, report)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per arm (default 3; --quick: 1)")
+    parser.add_argument(
+        "--arms",
+        default=None,
+        help=f"comma-separated arms (default: {','.join(DEFAULT_ARMS)}; --quick: {','.join(QUICK_ARMS)})",
+    )
+    parser.add_argument("--quick", action="store_true", help="CI's form: a small policy, few steps, small splits")
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=Path(os.environ.get("ARENA_VERL_CACHE", Path.home() / ".cache" / "arena-verl")),
+        help="where warmed policies are kept, one folder per settings ($ARENA_VERL_CACHE, ~/.cache/arena-verl)",
+    )
+    parser.add_argument(
+        "--policy", type=Path, default=None, help="a policy folder to train instead of the warmed one (not built)"
+    )
+    parser.add_argument("--report-only", action="store_true", help="no runs: results and report from finished runs")
+
+
+def _arms(text: str | None, quick: bool) -> list:
+    names = [n.strip() for n in text.split(",")] if text else list(QUICK_ARMS if quick else DEFAULT_ARMS)
+    unknown = [n for n in names if n not in ARMS]
+    if unknown or not names or len(set(names)) != len(names):
+        raise InputError(f"--arms {text!r}: an unknown, empty or repeated arm (arms: {', '.join(ARMS)})")
+    return [ARMS[n] for n in names]
+
+
+def _check_out(out: Path) -> Path:
+    text = str(out)
+    if any(c in text for c in "',\"\\$") or not text.isprintable():
+        raise InputError(f"--out {text!r}: no quotes, commas, dollars, backslashes or control characters, please")
+    out = out.resolve()
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {out}: not a folder")
+    return out
+
+
+def _policy_settings(quick: bool):
+    from arena_verl.testing.step_policy import PolicySettings
+
+    return PolicySettings(steps=150, measure_prompts=8) if quick else PolicySettings()
+
+
+def _experiment_record(plan: Plan, quick: bool) -> dict:
+    return {"plan": dataclasses.asdict(plan), "quick": quick, "policy": dataclasses.asdict(_policy_settings(quick))}
+
+
+def _claim(out: Path, record: dict) -> None:
+    """One experiment's settings per folder: a folder started with other settings is refused, not mixed."""
+    path = out / "experiment.json"
+    if path.is_file():
+        try:
+            previous = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{path}: unreadable ({exc}); remove it or use another --out") from None
+        if previous != record:
+            raise InputError(f"{out} holds an experiment with other settings ({path}); use another --out")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+
+
+def build_assets(out: Path, plan: Plan, cache: Path, quick: bool, log, policy: Path | None = None) -> dict[str, Path]:
+    from arena_verl.data.chain_arithmetic import write_split
+    from arena_verl.testing.step_policy import build_step_policy
+
+    assets = out / "assets"
+    files = {
+        "train": (assets / "train.parquet", plan.train_rows, "train"),
+        "test": (assets / "test.parquet", plan.val_rows, "test"),
+        "heldout": (assets / "heldout.parquet", plan.val_rows, "heldout"),
+    }
+    for path, rows, split in files.values():
+        if not path.is_file():
+            write_split(path, rows, split, seed=0)
+    if policy is not None:
+        if not (policy / "config.json").is_file():
+            raise InputError(f"--policy {policy}: not a model folder (no config.json)")
+        return {"policy": policy.resolve(), **{name: path for name, (path, _, _) in files.items()}}
+    settings = _policy_settings(quick)
+    log(f"policy: warmed Qwen2 {settings.key()} under {cache} (built once per settings: a few minutes)")
+    policy = build_step_policy(cache, settings, log=log)
+    return {"policy": policy, **{name: path for name, (path, _, _) in files.items()}}
+
+
+def _finished_results(out: Path, arms: list) -> dict[str, list[dict]]:
+    results: dict[str, list[dict]] = {}
+    for arm in arms:
+        for folder in sorted((out / "runs" / arm.name).glob("seed*")):
+            path = folder / "result.json"
+            if path.is_file():
+                results.setdefault(arm.name, []).append(json.loads(path.read_text()))
+    return results
+
+
+def write_results(out: Path, arms: list, plan: Plan, assets: dict[str, Path]) -> dict | None:
+    results = _finished_results(out, arms)
+    if not results:
+        return None
+    policy_record = {}
+    built = Path(assets["policy"]) / "built.json"
+    if built.is_file():
+        policy_record = json.loads(built.read_text())
+    summary = aggregate(
+        results,
+        {arm.name: arm.summary for arm in arms},
+        dataclasses.asdict(plan),
+        {"policy": str(assets["policy"]), "policy_build": policy_record, **{k: str(v) for k, v in assets.items()}},
+    )
+    tmp = out / "results.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=1) + "\n")
+    os.replace(tmp, out / "results.json")
+    write_report(summary, out)
+    return summary
+
+
+class _Stopped(Exception):
+    """SIGTERM or SIGHUP: stop the run in progress (its recipe's supervisor stops everything it started)."""
+
+
+def _raise_stopped(signum, frame):
+    raise _Stopped(signal.Signals(signum).name)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The grid, with SIGTERM and SIGHUP turned into an exception (as SIGINT already is), so that a stopped grid
+    stops its run in progress and leaves nothing running; the run is redone from nothing next time."""
+    previous = {s: signal.signal(s, _raise_stopped) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return _run(args)
+    except _Stopped as stopped:
+        print(f"stopped ({stopped}): the unfinished run will start again from nothing", file=sys.stderr, flush=True)
+        return 128 + signal.Signals[str(stopped)].value
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _run(args: argparse.Namespace) -> int:
+    out = _check_out(args.out)
+    arms = _arms(args.arms, args.quick)
+    seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
+    if isinstance(seeds, bool) or not 1 <= seeds <= MAX_SEEDS:
+        raise InputError(f"--seeds must be between 1 and {MAX_SEEDS}, got {seeds}")
+    if not (RECIPES / "rlvr.sh").is_file():
+        raise InputError(f"the experiment recipes are not at {RECIPES} (run from a clone of the repository)")
+    plan = QUICK if args.quick else FULL
+    record = _experiment_record(plan, args.quick)
+    if args.policy is not None:
+        record["policy"] = str(args.policy.resolve())
+    _claim(out, record)
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    assets = build_assets(out, plan, args.cache, args.quick, log, args.policy)
+    runs = grid_runs(arms, seeds)
+    if args.report_only:
+        summary = write_results(out, arms, plan, assets)
+        log(f"results: {out / 'results.json'}" if summary else "no finished run yet")
+        return 0
+    todo = [r for r in runs if not is_finished(r, out)]
+    log(f"{len(runs)} runs ({len(arms)} arms x {seeds} seeds), {len(runs) - len(todo)} finished, {len(todo)} to run")
+    failed = []
+    durations = [
+        json.loads((r.folder(out) / "result.json").read_text()).get("wall_s", 0.0) for r in runs if is_finished(r, out)
+    ]
+    for index, item in enumerate(todo):
+        number = runs.index(item) + 1
+        mean_s = sum(durations) / len(durations) if durations else None
+        eta = f", ETA {(len(todo) - index) * mean_s / 60:.0f} min" if mean_s else ""
+        head = f"run {number} of {len(runs)}: {item.arm.name} seed {item.seed}{eta}"
+        log(head)
+        started = time.monotonic()
+        rc, result = run_one(item, plan, assets, out, lambda line, head=head: log(f"  {head}: {line}"))
+        if result is None:
+            failed.append(item)
+            log(f"  {head}: failed (exit {rc}); see {item.folder(out) / 'experiment.log'}")
+        else:
+            durations.append(time.monotonic() - started)
+            log(f"  {head}: done in {durations[-1]:.0f} s")
+            write_results(out, arms, plan, assets)
+    summary = write_results(out, arms, plan, assets)
+    if summary:
+        log(f"results: {out / 'results.json'}, report: {out / 'report.html'}")
+    if failed:
+        log(f"{len(failed)} run(s) failed: {', '.join(f'{r.arm.name} seed {r.seed}' for r in failed)}; rerun to retry")
+        return 1
+    return 0

@@ -1,0 +1,188 @@
+"""Run the grid of arms x seeds through the experiment recipes, one run at a time, resumably.
+
+A run is ``bash recipes/<recipe>.sh <overrides>`` with ``SETTING=cpu``, the warmed policy as ``MODEL_PATH``, the
+generated splits as ``TRAIN_FILES``/``VAL_FILES`` and ``SEED``: exactly what a user types. A run is finished when its
+``result.json`` is written (every planned step logged once); a finished run is never redone, an unfinished one
+(interrupted, failed) is started again from nothing, so that every published curve comes from one uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from arena_verl.data.metrics_log import scan_records
+from arena_verl.tools.experiment.arms import Arm, Plan
+from arena_verl.tools.experiment.curves import run_curves
+
+__all__ = ["Run", "RECIPES", "grid_runs", "run_one"]
+
+RECIPES = Path(__file__).resolve().parents[3] / "recipes"
+_POLL_S = 5.0
+# The recipe's environment variables a run sets (recorded in its command.json).
+_RECIPE_ENV = (
+    "SETTING",
+    "MODEL_PATH",
+    "TRAIN_FILES",
+    "VAL_FILES",
+    "SEED",
+    "RUN_DIR",
+    "TOTAL_STEPS",
+    "TEST_FREQ",
+    "SAVE_FREQ",
+    "VAL_N",
+    "VAL_TEMPERATURE",
+    "TIMEOUT_S",
+    "LOGGER",
+    "EXPERIMENT_NAME",
+    "JUDGE_PLACEMENT",
+    "JUDGE",
+    "JUDGE_CALLABLE",
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    arm: Arm
+    seed: int
+
+    def folder(self, out: Path) -> Path:
+        return out / "runs" / self.arm.name / f"seed{self.seed}"
+
+
+def grid_runs(arms: list[Arm], seeds: int) -> list[Run]:
+    """Seed-major order: every arm's first seed before any arm's second, so an interrupted grid has comparable arms."""
+    return [Run(arm, seed) for seed in range(seeds) for arm in arms if not (arm.cost_only and seed > 0)]
+
+
+def is_finished(run: Run, out: Path) -> bool:
+    return (run.folder(out) / "result.json").is_file()
+
+
+def run_environment(run: Run, plan: Plan, assets: dict[str, Path], folder: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("RAY_ADDRESS", "VERL_PLATFORM", "JUDGE", "JUDGE_CALLABLE", "JUDGE_PLACEMENT", "JUDGE_MODEL"):
+        env.pop(name, None)  # the recipe's CPU branch sets what it needs; nothing of the caller's shell leaks in
+    env.update(
+        SETTING="cpu",
+        MODEL_PATH=str(assets["policy"]),
+        TRAIN_FILES=str(assets["train"]),
+        VAL_FILES=f"{assets['test']},{assets['heldout']}",
+        SEED=str(run.seed),
+        RUN_DIR=str(folder),
+        TOTAL_STEPS=str(plan.steps),
+        TEST_FREQ=str(plan.test_freq),
+        SAVE_FREQ="-1",
+        VAL_N=str(plan.val_n),
+        VAL_TEMPERATURE="1.0",
+        TIMEOUT_S=str(plan.timeout_s),
+        LOGGER="[console,file]",
+        EXPERIMENT_NAME=f"{run.arm.name}-seed{run.seed}",
+        RECIPE_NO_EXEC="0",
+    )
+    if run.arm.judge:
+        env.update(JUDGE_PLACEMENT="local", JUDGE="python", JUDGE_CALLABLE=run.arm.judge)
+    return env
+
+
+def run_overrides(run: Run, plan: Plan, folder: Path) -> list[str]:
+    overrides = [*plan.overrides(), f"trainer.rollout_data_dir='{folder / 'rollout'}'"]
+    if run.arm.judge:
+        knobs = {**run.arm.judge_kwargs, "seed": run.seed}
+        inner = ",".join(f"{name}:{_hydra_value(value)}" for name, value in sorted(knobs.items()))
+        overrides.append(f"reward.arena.judge.callable_kwargs={{{inner}}}")
+    return overrides
+
+
+def _hydra_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    raise ValueError(f"a judge knob must be a number, got {value!r}")
+
+
+def run_one(
+    run: Run, plan: Plan, assets: dict[str, Path], out: Path, progress: Callable[[str], None]
+) -> tuple[int, dict | None]:
+    """Run ``run`` from nothing; returns (the recipe's exit status, the run's curves when every step was logged)."""
+    folder = run.folder(out)
+    if folder.exists():
+        progress(f"{run.arm.name} seed {run.seed}: an unfinished attempt is there; starting it again from nothing")
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    command = ["bash", str(RECIPES / f"{run.arm.recipe}.sh"), *run_overrides(run, plan, folder)]
+    (folder / "command.json").write_text(
+        json.dumps({"command": command, "env": _recipe_env(run_environment(run, plan, assets, folder))}, indent=1)
+    )
+    started = time.monotonic()
+    with open(folder / "experiment.log", "wb") as log:
+        child = subprocess.Popen(
+            command,
+            env=run_environment(run, plan, assets, folder),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            last = None
+            while True:
+                try:
+                    rc = child.wait(timeout=_POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    step = _last_step(folder)
+                    if step != last:
+                        last = step
+                        elapsed = time.monotonic() - started
+                        progress(f"step {step or 0}/{plan.steps} ({elapsed:.0f} s)")
+        except BaseException:
+            # Interrupted: the recipe's supervisor stops everything the run started when it gets the signal.
+            _stop(child)
+            raise
+    wall = time.monotonic() - started
+    curves = run_curves(folder)
+    if rc != 0 or curves["steps_logged"] != list(range(1, plan.steps + 1)):
+        return rc or 1, None
+    result = {"arm": run.arm.name, "seed": run.seed, "wall_s": round(wall, 1), **curves}
+    tmp = folder / "result.json.tmp"
+    tmp.write_text(json.dumps(result, indent=1) + "\n")
+    os.replace(tmp, folder / "result.json")
+    return 0, result
+
+
+def _recipe_env(env: dict[str, str]) -> dict[str, str]:
+    return {name: env[name] for name in _RECIPE_ENV if name in env}
+
+
+def _last_step(folder: Path) -> int | None:
+    steps = [
+        record["data"].get("training/global_step")
+        for metrics in sorted((folder / "metrics").glob("*.jsonl"))
+        for record in scan_records(metrics).records
+    ]
+    steps = [s for s in steps if isinstance(s, (int, float))]
+    return int(max(steps)) if steps else None
+
+
+def _stop(child: subprocess.Popen, grace_s: float = 30.0) -> None:
+    try:
+        os.killpg(child.pid, signal.SIGTERM)
+        child.wait(timeout=grace_s)
+    except (ProcessLookupError, PermissionError):
+        return
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    print("", file=sys.stderr)

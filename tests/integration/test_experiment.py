@@ -1,0 +1,70 @@
+"""``arena-verl experiment --quick`` from nothing (CI's form of the learning experiment): the warmed policy built,
+the splits written, two arms (rlvr and arena_live with the step judge, a Python judge in the real referee) run through
+the recipes with verl's real trainer on CPU, every arm's steps logged once, results.json and the plots written; then
+the same command again resumes: nothing is run twice. The figures of three steps mean nothing; the full grid is a
+benchmark (docs/benchmarks/learning.md)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import paths
+
+QUICK_TIMEOUT_S = 600
+
+
+@pytest.fixture(scope="module")
+def quick_grid(tmp_path_factory):
+    root = tmp_path_factory.mktemp("experiment")
+    command = [sys.executable, "-m", "arena_verl.tools.cli", "experiment", "--out", str(root / "grid"), "--quick",
+               "--cache", str(root / "cache")]  # fmt: skip
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    first = subprocess.run(command, cwd=paths.REPO, env=env, capture_output=True, text=True, timeout=QUICK_TIMEOUT_S)
+    second = subprocess.run(command, cwd=paths.REPO, env=env, capture_output=True, text=True, timeout=120)
+    return root / "grid", first, second
+
+
+def test_every_arm_ran_its_steps_once_and_the_report_is_written(quick_grid):
+    out, first, _ = quick_grid
+    assert first.returncode == 0, first.stderr[-4000:]
+    assert "run 1 of 2: rlvr seed 0" in first.stderr and "run 2 of 2: arena_live seed 0" in first.stderr
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["arms"]) == {"rlvr", "arena_live"}
+    for arm, record in results["arms"].items():
+        (run,) = record["runs"]
+        assert run["seed"] == 0 and run["steps_logged"] == [1, 2, 3] and run["duplicate_steps"] == [], arm
+        assert set(run["final"]) >= {"step_s", "generations", "val/chain_math", "val/chain_math_heldout"}, arm
+        assert [row["step"] for row in run["val"]] == [0, 3], arm  # before training and at the last step
+        for row in run["steps"]:
+            assert row["generations"] == 2 * 8 and row["fallbacks"] == 0, arm
+    assert results["val_sources"] == ["chain_math", "chain_math_heldout"]
+    for name in ("val_by_step.png", "val_by_generations.png", "non_diverse.png", "advantage.png", "report.html"):
+        assert (out / name).stat().st_size > 0, name
+    built = json.loads((out.parent / "cache").glob("step_policy-*/built.json").__next__().read_text())
+    assert built["group_kinds"]["prompts"] == 8
+
+
+def test_the_python_judge_judged_in_the_real_referee(quick_grid):
+    out, first, _ = quick_grid
+    assert first.returncode == 0
+    steps = json.loads((out / "runs" / "arena_live" / "seed0" / "result.json").read_text())["steps"]
+    rlvr = json.loads((out / "runs" / "rlvr" / "seed0" / "result.json").read_text())["steps"]
+    assert all(row["judge_calls"] == 0 for row in rlvr)
+    routed = [row for row in steps if row["groups_routed"]]
+    # A barely warmed policy: most groups are non-diverse (all wrong), so the step judge is called.
+    assert routed, steps
+    for row in routed:
+        assert row["judge_calls"] > 0 and row["nonzero_advantage_share"] >= row["nonzero_advantage_share_rlvr"]
+    command = json.loads((out / "runs" / "arena_live" / "seed0" / "command.json").read_text())
+    assert command["env"]["JUDGE"] == "python" and command["env"]["SETTING"] == "cpu"
+    assert (out / "runs" / "arena_live" / "seed0" / "rollout").is_dir()  # dumps kept for analyze / audit-judge
+
+
+def test_a_second_call_resumes_and_runs_nothing_again(quick_grid):
+    out, first, second = quick_grid
+    assert first.returncode == 0 and second.returncode == 0, second.stderr[-2000:]
+    assert "2 runs (2 arms x 1 seeds), 2 finished, 0 to run" in second.stderr
+    assert "run 1 of 2" not in second.stderr

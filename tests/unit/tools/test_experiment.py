@@ -1,0 +1,168 @@
+"""``arena-verl experiment`` without a trainer: a run's curves from a metrics file, the figures across seeds, the cost
+columns, the report, and the grid's bookkeeping (order, overrides, one experiment per folder, bad flags)."""
+
+import argparse
+import dataclasses
+import json
+import math
+
+import pytest
+from scipy import stats
+
+from arena_verl.core.errors import InputError
+from arena_verl.evaluation.costs import cost_columns, cost_rows
+from arena_verl.tools.experiment import command
+from arena_verl.tools.experiment.arms import ARMS, FULL, QUICK
+from arena_verl.tools.experiment.curves import run_curves
+from arena_verl.tools.experiment.grid import Run, grid_runs, run_overrides
+from arena_verl.tools.experiment.report import PLOTS, result_rows, write_report
+from arena_verl.tools.experiment.results import aggregate, t_interval
+
+SOURCES = ("chain_math", "chain_math_heldout")
+
+
+def _record(step, **data):
+    return json.dumps({"step": step, "data": {"training/global_step": step, **data}})
+
+
+def _metrics(folder, steps, val_every=2, generations=lambda s: 32.0, acc=lambda s: 0.1 * s, duplicate=None):
+    (folder / "metrics").mkdir(parents=True)
+    lines = [json.dumps({"step": 0, "data": {f"val-core/{s}/acc/mean@2": 0.05 for s in SOURCES}})]
+    for step in range(1, steps + 1):
+        data = {
+            "timing_s/step": 2.0 + step,
+            "arena/generations": generations(step),
+            "arena/all_correct_share": 0.25,
+            "arena/all_incorrect_share": 0.25,
+            "arena/nonzero_advantage_share_rlvr": 0.5,
+            "arena/mean_abs_advantage_rlvr": 0.4,
+            "response_length/mean": 40.0,
+            "arena/judge_calls": 0,
+            "arena/tail_after_last_sample_s": 0.0,
+        }
+        if step % val_every == 0 or step == steps:
+            data.update({f"val-core/{s}/acc/mean@2": acc(step) for s in SOURCES})
+        lines.append(_record(step, **data))
+        if step == duplicate:
+            lines.append(_record(step, **data))
+    lines.append("{torn")
+    (folder / "metrics" / "a.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_curves_of_a_run(tmp_path):
+    _metrics(tmp_path, 5, duplicate=3)
+    curves = run_curves(tmp_path)
+    assert curves["steps_logged"] == [1, 2, 3, 4, 5]
+    assert curves["duplicate_steps"] == [3]
+    assert [row["step"] for row in curves["val"]] == [0, 2, 4, 5]
+    assert curves["val"][0]["generations_cumulative"] == 0.0
+    assert curves["val"][2]["generations_cumulative"] == 4 * 32.0
+    assert curves["val"][-1]["chain_math_heldout"] == pytest.approx(0.5)
+    # rlvr logs only the verifier's figure: the run trained on it
+    assert curves["steps"][0]["nonzero_advantage_share"] == 0.5
+    assert curves["final"]["val/chain_math"] == pytest.approx(0.5) and curves["final"]["step"] == 5
+
+
+def test_t_interval_is_students():
+    values = [0.2, 0.3, 0.55]
+    got = t_interval(values)
+    mean = sum(values) / 3
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / 2)
+    half = stats.t.ppf(0.975, 2) * sd / math.sqrt(3)
+    assert got["mean"] == pytest.approx(mean) and got["high"] - got["mean"] == pytest.approx(half)
+    assert t_interval([0.4]) == {"mean": 0.4, "low": None, "high": None, "n": 1}
+    assert t_interval([None, float("nan")])["n"] == 0
+
+
+def _runs(tmp_path, arm, seeds, **kwargs):
+    out = []
+    for seed in range(seeds):
+        folder = tmp_path / arm / str(seed)
+        _metrics(folder, 4, **kwargs)
+        out.append({"arm": arm, "seed": seed, "wall_s": 1.0, **run_curves(folder)})
+    return out
+
+
+def test_aggregate_budget_and_costs(tmp_path):
+    results = {
+        "rlvr": _runs(tmp_path, "rlvr", 3),
+        # DAPO regenerates: 64 generations a step, so it reaches the budget (rlvr's 128) at step 2
+        "rlvr_dapo": _runs(tmp_path, "rlvr_dapo", 3, generations=lambda s: 64.0, val_every=1),
+    }
+    summary = aggregate(results, {"rlvr": "RLVR"}, dataclasses.asdict(QUICK), {})
+    assert summary["generation_budget"] == 128.0
+    dapo = summary["arms"]["rlvr_dapo"]["across_seeds"]
+    assert dapo["val_at_budget/chain_math"]["mean"] == pytest.approx(0.2)  # step 2, 128 generations
+    assert dapo["val_last/chain_math"]["mean"] == pytest.approx(0.4)
+    assert summary["arms"]["rlvr"]["across_seeds"]["val_at_budget/chain_math"]["mean"] == pytest.approx(0.4)
+    assert [run["steps_logged"] for run in summary["arms"]["rlvr"]["runs"]] == [[1, 2, 3, 4]] * 3
+    costs = summary["costs"]
+    assert costs["rlvr_dapo"]["generations_per_step"] == 64.0
+    assert costs["rlvr_dapo"]["vs_rlvr"]["generations_per_step"] == pytest.approx(2.0)
+    assert costs["rlvr"]["step_s"] == pytest.approx(5.0)  # steps 2..4 (the first carries the warm-up)
+    assert costs["rlvr"]["generations_per_useful_sample"] == pytest.approx(2.0)
+    header, rows = result_rows(summary)
+    assert len(rows) == 2 and header[0] == "arm"
+    files = write_report(summary, tmp_path)
+    assert (tmp_path / "report.html").read_text().count("<img") == len(files) - 1 == len(PLOTS)
+
+
+def test_cost_rows_without_a_baseline():
+    table = cost_columns({"arena_live": [[{"step_s": 3.0, "generations": 32.0, "nonzero_advantage_share": 0.0}]]})
+    assert table["arena_live"]["generations_per_useful_sample"] is None  # nothing useful: no ratio, no crash
+    header, rows = cost_rows(table)
+    assert rows[0][0] == "arena_live" and rows[0][-1] == "-"
+
+
+def test_grid_order_and_cost_arm_at_one_seed():
+    arms = [ARMS["rlvr"], ARMS["arena_live"], ARMS["arena_live_slow"]]
+    runs = grid_runs(arms, 2)
+    assert [(r.arm.name, r.seed) for r in runs] == [
+        ("rlvr", 0),
+        ("arena_live", 0),
+        ("arena_live_slow", 0),
+        ("rlvr", 1),
+        ("arena_live", 1),
+    ]
+
+
+def test_run_overrides_carry_the_judge_knobs_and_seed(tmp_path):
+    overrides = run_overrides(Run(ARMS["arena_live"], 2), FULL, tmp_path)
+    assert "reward.arena.judge.callable_kwargs={accuracy:0.9,position_bias:0.1,seed:2}" in overrides
+    assert f"trainer.rollout_data_dir='{tmp_path / 'rollout'}'" in overrides
+    assert not any("callable_kwargs" in o for o in run_overrides(Run(ARMS["rlvr"], 0), QUICK, tmp_path))
+    assert "data.train_batch_size=8" in overrides and "actor_rollout_ref.rollout.n=8" in overrides
+
+
+def _args(tmp_path, **kwargs):
+    defaults = dict(out=tmp_path / "grid", seeds=None, arms=None, quick=True, cache=tmp_path, report_only=False)
+    return argparse.Namespace(**{**defaults, "policy": None, **kwargs})
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"arms": "rlvr,nope"}, "unknown"),
+        ({"arms": "rlvr,rlvr"}, "repeated"),
+        ({"arms": ","}, "empty"),
+        ({"seeds": 0}, "--seeds"),
+        ({"seeds": 21}, "--seeds"),
+    ],
+)
+def test_bad_flags_are_refused_before_anything_runs(tmp_path, kwargs, message):
+    with pytest.raises(InputError, match=message):
+        command.run(_args(tmp_path, **kwargs))
+    assert not (tmp_path / "grid").exists()
+
+
+def test_out_with_a_quote_is_refused(tmp_path):
+    with pytest.raises(InputError, match="quotes"):
+        command.run(_args(tmp_path, out=tmp_path / "it's"))
+
+
+def test_one_experiment_per_folder(tmp_path):
+    out = tmp_path / "grid"
+    command._claim(out, {"plan": 1})
+    command._claim(out, {"plan": 1})  # the same settings: resumed
+    with pytest.raises(InputError, match="other settings"):
+        command._claim(out, {"plan": 2})
