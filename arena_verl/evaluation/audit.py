@@ -22,6 +22,9 @@ accuracy_second_order       correct trace shown second: the mean of ``1 - o`` ov
 accuracy                    the mean of the two (both orders weigh alike, so position bias cancels); None unless both
                             orders have a verdict. A judge that always prefers the first-shown trace scores 0.5, an
                             oracle 1, a judge that always prefers the incorrect trace 0
+accuracy_se                 the standard error of the accuracy over labelled pairs: the sample standard deviation of
+                            each pair's two-order mean (``(o_first + 1 - o_second) / 2``, pairs decided in both
+                            orders) over the square root of their number; None below two such pairs
 first_position_preference   the mean of ``o`` over every call with a verdict, both kinds and orders: 0.5 for a judge
                             without position bias, 1 for one that always prefers the first-shown trace
 order_flip_rate             over pairs with a verdict in both orders: the share whose preferred trace (``a``, ``b``, or
@@ -69,6 +72,7 @@ FIGURE_KEYS = (
     "calls_without_verdict",
     "calls_low_mass",
     "accuracy",
+    "accuracy_se",
     "accuracy_first_order",
     "accuracy_second_order",
     "first_position_preference",
@@ -121,6 +125,7 @@ def audit_figures(pairs: Iterable[AuditedPair]) -> dict[str, int | float | None]
         "calls_without_verdict": sum(o is None for o in calls),
         "calls_low_mass": sum(n > 0 for p in pairs for n in p.low_mass),
         "accuracy": both,
+        "accuracy_se": accuracy_standard_error(labelled),
         "accuracy_first_order": first,
         "accuracy_second_order": second,
         "first_position_preference": first_position_preference(pairs),
@@ -141,6 +146,16 @@ def accuracies(labelled: Sequence[AuditedPair]) -> tuple[float | None, float | N
     shown_second = _mean(None if p.outcomes[1] is None else 1.0 - p.outcomes[1] for p in labelled)
     both = None if shown_first is None or shown_second is None else (shown_first + shown_second) / 2
     return shown_first, shown_second, both
+
+
+def accuracy_standard_error(labelled: Sequence[AuditedPair]) -> float | None:
+    """The standard error of the accuracy (see the module docstring): pairs decided in both orders, each one value."""
+    values = [(p.outcomes[0] + 1.0 - p.outcomes[1]) / 2 for p in labelled if p.decided_both]
+    if len(values) < 2:
+        return None
+    mean = math.fsum(values) / len(values)
+    variance = math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1)
+    return math.sqrt(variance / len(values))
 
 
 def first_position_preference(pairs: Iterable[AuditedPair]) -> float | None:

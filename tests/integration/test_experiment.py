@@ -6,6 +6,7 @@ benchmark (docs/benchmarks/learning.md)."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -13,7 +14,7 @@ import pytest
 
 from helpers import paths
 
-QUICK_TIMEOUT_S = 600
+QUICK_TIMEOUT_S = 900  # about 6 minutes on an idle 2-core machine; room for a busy one
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +22,28 @@ def quick_grid(tmp_path_factory):
     root = tmp_path_factory.mktemp("experiment")
     command = [sys.executable, "-m", "arena_verl.tools.cli", "experiment", "--out", str(root / "grid"), "--quick",
                "--cache", str(root / "cache")]  # fmt: skip
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    first = subprocess.run(command, cwd=paths.REPO, env=env, capture_output=True, text=True, timeout=QUICK_TIMEOUT_S)
-    second = subprocess.run(command, cwd=paths.REPO, env=env, capture_output=True, text=True, timeout=120)
+    first = _bounded(command, QUICK_TIMEOUT_S)
+    second = _bounded(command, 120)
     return root / "grid", first, second
+
+
+def _bounded(command: list[str], timeout_s: float) -> subprocess.CompletedProcess:
+    """Run the grid command; past ``timeout_s`` it gets SIGTERM (it stops its run, and the run's supervisor all it
+    started), then SIGKILL: nothing outlives the test."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    child = subprocess.Popen(command, cwd=paths.REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)  # fmt: skip
+    try:
+        out, err = child.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGTERM)
+        try:
+            out, err = child.communicate(timeout=90)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            out, err = child.communicate()
+        err += f"\n[test] stopped after {timeout_s} s"
+    return subprocess.CompletedProcess(command, child.returncode, out, err)
 
 
 def test_every_arm_ran_its_steps_once_and_the_report_is_written(quick_grid):

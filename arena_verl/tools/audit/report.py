@@ -29,6 +29,7 @@ FIGURE_MEANINGS = {
     "calls_without_verdict": "calls that gave no verdict (unparsable, an error, a timeout, an invalid outcome)",
     "calls_low_mass": "probability verdicts whose labels got less than the floor of their mass (still answered)",
     "accuracy": "mean probability given to the verified-correct trace, both orders weighing alike",
+    "accuracy_se": "its standard error over labelled pairs (each pair's two-order mean one value)",
     "accuracy_first_order": "the same, the correct trace shown first",
     "accuracy_second_order": "the same, the correct trace shown second",
     "first_position_preference": "mean P(first shown is better) over every call with a verdict (0.5: no bias)",
@@ -41,6 +42,7 @@ FIGURE_MEANINGS = {
 }
 _SHARES = {
     "accuracy",
+    "accuracy_se",
     "accuracy_first_order",
     "accuracy_second_order",
     "first_position_preference",

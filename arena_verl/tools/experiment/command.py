@@ -82,7 +82,7 @@ def _check_out(out: Path) -> Path:
 def _policy_settings(quick: bool):
     from arena_verl.testing.step_policy import PolicySettings
 
-    return PolicySettings(steps=150, measure_prompts=8) if quick else PolicySettings()
+    return PolicySettings(steps=60, batch_size=32, train_rows=2000, measure_prompts=8) if quick else PolicySettings()
 
 
 def _experiment_record(plan: Plan, quick: bool) -> dict:

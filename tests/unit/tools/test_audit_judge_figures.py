@@ -52,6 +52,14 @@ def test_accuracy_needs_a_verdict_in_each_order():
     assert figures["accuracy_second_order"] is None and figures["accuracy"] is None
 
 
+def test_accuracy_standard_error_is_over_pairs_decided_in_both_orders():
+    # Two-order means 1, 0.5, 0 (and a pair missing an order, left out): sd 0.5, se 0.5 / sqrt(3)
+    pairs = [labelled(1.0, 0.0), labelled(1.0, 1.0), labelled(0.0, 1.0), labelled(1.0, None)]
+    assert audit_figures(pairs)["accuracy_se"] == pytest.approx(0.5 / 3**0.5)
+    assert audit_figures([labelled(1.0, 0.0), labelled(0.0, None)])["accuracy_se"] is None  # one pair: no spread
+    assert audit_figures([labelled(1.0, 0.0)] * 5)["accuracy_se"] == 0.0
+
+
 def test_a_judge_that_always_prefers_the_first_shown_trace():
     pairs = [labelled(1.0, 1.0), labelled(1.0, 1.0), same(0, 1, 1.0, 1.0), same(0, 2, 1.0, 1.0), same(1, 2, 1.0, 1.0)]
     figures = audit_figures(pairs)

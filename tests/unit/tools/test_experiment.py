@@ -105,6 +105,7 @@ def test_aggregate_budget_and_costs(tmp_path):
     assert len(rows) == 2 and header[0] == "arm"
     files = write_report(summary, tmp_path)
     assert (tmp_path / "report.html").read_text().count("<img") == len(files) - 1 == len(PLOTS)
+    assert "| rlvr_dapo |" in (tmp_path / "results.md").read_text()
 
 
 def test_cost_rows_without_a_baseline():
