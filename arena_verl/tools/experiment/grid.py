@@ -121,14 +121,13 @@ def run_one(
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     command = ["bash", str(RECIPES / f"{run.arm.recipe}.sh"), *run_overrides(run, plan, folder)]
-    (folder / "command.json").write_text(
-        json.dumps({"command": command, "env": _recipe_env(run_environment(run, plan, assets, folder))}, indent=1)
-    )
+    env = run_environment(run, plan, assets, folder)
+    (folder / "command.json").write_text(json.dumps({"command": command, "env": _recipe_env(env)}, indent=1))
     started = time.monotonic()
     with open(folder / "experiment.log", "wb") as log:
         child = subprocess.Popen(
             command,
-            env=run_environment(run, plan, assets, folder),
+            env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
