@@ -28,10 +28,21 @@ from arena_verl.core.names import (
 )
 from arena_verl.core.sources import MATH_SOURCES, MULTIPLE_CHOICE_SOURCES
 
-__all__ = ["MODES", "JUDGE_BACKENDS", "JudgeSettings", "ArenaSettings", "settings_from_config", "config_value"]
+__all__ = [
+    "MODES",
+    "JUDGE_BACKENDS",
+    "JudgeSettings",
+    "ArenaSettings",
+    "ContradictoryLimits",
+    "settings_from_config",
+    "config_value",
+    "limit_contradictions",
+]
 
 _DAY_S = 86_400.0
 _PREFIX = "reward.arena"
+MIN_TOURNAMENT_TIMEOUT_S = 900.0  # tournament_timeout_s: null is at least this
+_MAX_RETRIES = 100
 # judge.callable: a dotted module path, a colon, a function name.
 _CALLABLE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*", re.ASCII)
 # Keyword arguments the python backend passes itself: callable_kwargs may not name them.
@@ -83,6 +94,9 @@ class JudgeSettings:
     gpu_memory_utilization: float = 0.85
     max_model_len: int | None = None
     enable_prefix_caching: bool = True
+    # vllm: how long each engine may take to start (load the weights, compile, capture CUDA graphs) before its calls
+    # fail (docs/config.md: 3600 s, as scripts/slurm/judge_serve.sbatch's JUDGE_START_TIMEOUT_S).
+    start_timeout_s: float = 3600.0
     # python: your own function as the judge, "package.module:function" (importable where the referee runs), called
     # with the problem and the sanitised traces as keyword arguments, plus callable_kwargs (a mapping of plain values;
     # see arena_verl.judge.python_backend). Both keys are refused with any other backend.
@@ -135,7 +149,9 @@ class ArenaSettings:
     pace: float = 3.0  # paced: how late the budget is spent while the group arrives (larger: later)
     completion_grace: float | None = None  # judge-call latencies a complete group waits for verdicts; None: all
     group_deadline_s: float = 900.0  # from a group's first sample; then verifier rewards (counted fallback)
-    tournament_timeout_s: float = 600.0  # from group completion; then verifier rewards (counted fallback)
+    # From group completion; then verifier rewards (counted fallback). None: what the judge needs (one call with its
+    # retries, judge_call_bound_s; and completion_grace x judge.timeout_s), at least 900 s.
+    tournament_timeout_s: float | None = None
     num_referees: int = 1  # referee actors, groups sharded by uid
     referee_name: str = "arena_referee"
     validation_splits: tuple[str, ...] = ("test", "val", "validation")  # extra_info.split values of validation data
@@ -153,6 +169,8 @@ class ArenaSettings:
     def __post_init__(self):
         if self.strategy is None:
             object.__setattr__(self, "strategy", DEFAULT_STRATEGY.get(self.mode, "live"))
+        if self.tournament_timeout_s is None:
+            object.__setattr__(self, "tournament_timeout_s", default_tournament_timeout_s(self))
 
     @property
     def uses_judge(self) -> bool:
@@ -230,6 +248,92 @@ def validate(settings: ArenaSettings) -> None:
     if settings.completion_grace is not None:
         _in_range("completion_grace", settings.completion_grace, 0.0, 1e3, low_open=True)
     _validate_judge(settings.judge, needed=settings.uses_judge)
+    contradictions = limit_contradictions(settings)
+    if contradictions:
+        raise ContradictoryLimits(contradictions)
+
+
+class ContradictoryLimits(ValueError):
+    """Related limits that contradict each other (each problem names both keys); all of them, not the first."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        count = len(self.problems)
+        head = f"{count} contradictory limit{'s' if count != 1 else ''} in {_PREFIX}"
+        super().__init__(head + ":" + "".join(f"\n  - {problem}" for problem in self.problems))
+
+
+def default_tournament_timeout_s(settings: ArenaSettings) -> float:
+    """``tournament_timeout_s: null``: long enough for what the judge settings promise (:func:`limit_contradictions`:
+    one call with all its retries, and a completion grace at calls near their timeout), at least
+    :data:`MIN_TOURNAMENT_TIMEOUT_S` and at most a day (the key's range: a judge that needs more is then refused by
+    :func:`limit_contradictions`, naming its keys). Values validation refuses (infinite ones) are left to it."""
+    try:
+        need = judge_call_bound_s(settings.judge)
+        if settings.completion_grace is not None:
+            need = max(need, settings.completion_grace * settings.judge.timeout_s)
+    except (OverflowError, TypeError):  # absurd retries, or values of the wrong type: validation names them
+        need = 0.0
+    return float(min(_DAY_S, max(MIN_TOURNAMENT_TIMEOUT_S, math.ceil(need) if math.isfinite(need) else 0)))
+
+
+def judge_call_bound_s(judge: JudgeSettings) -> float:
+    """The longest one judge call may take at the referee: the python backend bounds each call by ``timeout_s``
+    alone (it is not retried); every other judge's call is bounded by ``call_budget_s`` (its retries included)."""
+    return judge.timeout_s if judge.backend == "python" else judge.call_budget_s
+
+
+def _call_bound_text(judge: JudgeSettings) -> str:
+    if judge.backend == "python":
+        return f"{judge.timeout_s:g} s ({_PREFIX}.judge.timeout_s; the python backend does not retry)"
+    if judge.verdict == "probability":
+        steps = PROBABILITY_READS_PER_VERDICT + (1 if judge.think_first else 0)
+        asks = judge.parse_retries + 1 if judge.think_first else 1
+        how = f"{steps * asks} reads{' and generations' if judge.think_first else ''} (verdict=probability)"
+    else:
+        how = f"judge.parse_retries {judge.parse_retries} + 1 generations"
+    return (
+        f"{judge.call_budget_s:g} s ({_PREFIX}.judge.call_budget_s: {how}, each tried judge.retries {judge.retries} "
+        f"+ 1 times for up to {_PREFIX}.judge.timeout_s={judge.timeout_s:g} s, with judge.backoff_s="
+        f"{judge.backoff_s:g} doubling between)"
+    )
+
+
+def limit_contradictions(settings: ArenaSettings) -> list[str]:
+    """Pairs of related limits that contradict each other, each named by both keys, with a fix. Empty when they
+    agree. (The reward manager's own wait, group_deadline_s + tournament_timeout_s + 60 s, follows from these; verl
+    0.9.1 puts no time limit of its own on the reward step: its agent loop awaits each sample's score.)
+
+    - ``tournament_timeout_s`` must hold one judge call with all its retries (:func:`judge_call_bound_s`): the last
+      sample's calls start when its group completes, and a tournament cut by its timeout loses every verdict (the
+      group falls back, ``judge_error``), so the retries the judge settings promise would never run.
+    - ``completion_grace`` x ``judge.timeout_s`` must fit within ``tournament_timeout_s``: the grace answers a complete
+      group with the verdicts in hand once its calls take that many typical durations; with calls near their
+      timeout a grace past the tournament's timeout never acts, and the whole group falls back instead.
+    """
+    if not settings.uses_judge:
+        return []
+    judge, problems = settings.judge, []
+    bound = judge_call_bound_s(judge)  # finite: validation bounds the retries
+    if settings.tournament_timeout_s < bound:
+        keys = "judge.timeout_s" if judge.backend == "python" else "judge.timeout_s, judge.retries, judge.parse_retries"
+        problems.append(
+            f"{_PREFIX}.tournament_timeout_s={settings.tournament_timeout_s:g} is shorter than one judge call, "
+            f"{_call_bound_text(judge)}: a group's last calls start when it completes and would be cut with its whole "
+            f"tournament (every verdict lost, fallback judge_error); raise {_PREFIX}.tournament_timeout_s to at "
+            f"least {math.ceil(bound)} or lower {keys}"
+        )
+    grace = settings.completion_grace
+    if grace is not None and grace * judge.timeout_s > settings.tournament_timeout_s:
+        problems.append(
+            f"{_PREFIX}.completion_grace={grace:g} x {_PREFIX}.judge.timeout_s={judge.timeout_s:g} = "
+            f"{grace * judge.timeout_s:g} s is longer than {_PREFIX}.tournament_timeout_s="
+            f"{settings.tournament_timeout_s:g}: with calls near their timeout the tournament's timeout cuts a "
+            "complete group (every verdict lost) before the grace answers it with the verdicts in hand; raise "
+            f"tournament_timeout_s to at least {math.ceil(grace * judge.timeout_s)}, or lower completion_grace or "
+            "judge.timeout_s"
+        )
+    return problems
 
 
 def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
@@ -240,8 +344,11 @@ def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
     for key in ("retries", "parse_retries"):
         if getattr(judge, key) < 0:
             raise ValueError(f"{_PREFIX}.judge.{key} must be >= 0, got {getattr(judge, key)}")
+        if getattr(judge, key) > _MAX_RETRIES:  # the call budget doubles its backoff with each retry
+            raise ValueError(f"{_PREFIX}.judge.{key} must be <= {_MAX_RETRIES}, got {getattr(judge, key)}")
     _in_range("judge.timeout_s", judge.timeout_s, 0.0, _DAY_S, low_open=True)
     _in_range("judge.backoff_s", judge.backoff_s, 0.0, 3600.0)
+    _in_range("judge.start_timeout_s", judge.start_timeout_s, 0.0, _DAY_S, low_open=True)
     _in_range("judge.gpu_memory_utilization", judge.gpu_memory_utilization, 0.0, 1.0, low_open=True)
     _in_range("judge.temperature", judge.temperature, 0.0, 100.0)
     _in_range("judge.retry_temperature", judge.retry_temperature, 0.0, 100.0)

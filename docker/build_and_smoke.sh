@@ -10,9 +10,9 @@
 #   GPUS          auto (default: --gpus all when nvidia-smi exists on this host, else CPU-only), all or none
 #   DOCKER        the docker command (default docker; e.g. "sudo docker")
 #
-# Checks, each in a fresh container: pip check, the import smoke, the arena_live config composes (missing data and
-# model paths are warnings), and with GPUs nvidia-smi and torch.cuda.is_available(). On stdout: one PASS, FAIL or
-# SKIP line each, a failed check's last output lines, and a summary; the build's output goes to stderr. Exit status:
+# Checks, each in a fresh container: pip check (of what the image adds to its base: docker/pip_check.py), the
+# import smoke, the arena_live config composes (missing data and model paths are warnings), and with GPUs
+# nvidia-smi and torch.cuda.is_available(). On stdout: one PASS, FAIL or SKIP line each, a failed check's last output lines, and a summary; the build's output goes to stderr. Exit status:
 # 0 when all passed, 1 when any failed (a failed build stops there), 2 on a usage error.
 set -euo pipefail
 
@@ -84,7 +84,8 @@ else
   fi
 fi
 
-check "pip check" in_image python3 -m pip check
+# pip check of what the image adds to its base (the base's own pins are notes): docker/pip_check.py.
+check "pip check" in_image python3 /usr/local/share/arena-verl/pip_check.py check /usr/local/share/arena-verl
 check "imports (vllm, verl, arena_verl, transfer_queue)" \
   in_image python3 -I -c "import vllm, verl, arena_verl, transfer_queue"
 # The judge's address and name are what recipes/arena_live.sh adds for its default JUDGE_PLACEMENT=serve.

@@ -123,6 +123,8 @@ training_env() {  # policy judge port: the environment experiment_main reads
   export SETTING=node8 NNODES=1 GPUS_PER_NODE=1 RUN_DIR=$run_dir TOTAL_STEPS=$steps SAVE_FREQ=-1 TEST_FREQ=-1 VAL_N=2
   export MODEL_PATH=$1 JUDGE_MODEL=$2 JUDGE_TOKENIZER=$2 TRAIN_FILES=$train_files VAL_FILES=$val_files
   export JUDGE_PLACEMENT=serve JUDGE_URL=http://127.0.0.1:$3/v1 JUDGE_SERVED_NAME=judge JUDGE_WAIT_S=30
+  # The judge server shares the one GPU with the policy (each at its own memory share), on purpose.
+  export JUDGE_GPUS=shared
   export EXPERIMENT_NAME=smoke_1gpu RECIPE_NO_EXEC=1
 }
 # Run by the training check: the default data where it is missing, then the recipe body in the foreground.

@@ -10,7 +10,9 @@ labels of different outcomes (pointwise ``0`` starts ``0`` and ``0.5``) is resol
 pairwise, the outcome is P(A) + P(TIE) / 2 (P(first shown is better), ties splitting their mass); pointwise, the
 expected score over 0 / 0.5 / 1. The mass the labels got before renormalising says how much the model meant a
 label at all: below ``low_mass_floor`` the call is counted as low-mass (:func:`is_low_mass`), and its renormalised
-verdict still stands; no mass at all is no verdict.
+verdict still stands; no mass at all is no verdict. A read that sees only the most probable tokens (an API's top 20:
+:class:`PartialProbabilities`) cannot tell the mass of a label missing from them; when that mass could be 1% or more
+the call is counted as low-mass too (``LabelReading.incomplete``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "LabelTargets",
     "LabelReading",
     "LabelVocabulary",
+    "PartialProbabilities",
     "ReadFn",
     "FirstPieces",
     "pairwise_targets",
@@ -43,6 +46,19 @@ POINTWISE_OUTCOMES = {"1": 1.0, "0.5": 0.5, "0": 0.0}
 # Extra reads per call for tokens that start labels of different outcomes (the call budget counts every read).
 _MAX_CONTINUATIONS = PROBABILITY_READS_PER_VERDICT - 1
 _MIN_CONTINUED_MASS = 0.01  # such a token with less probability is dropped rather than read further
+# A label missing from a partial read (the top 20) whose mass could reach this makes the call low-mass.
+_MISSING_LABEL_MASS = 0.01
+
+
+class PartialProbabilities(dict):
+    """``{token text: probability}`` of the most probable tokens only (an API's top 20, not the tokens asked for).
+    ``bound``: the most a token without an entry can have (the least listed probability, or what the list leaves
+    unaccounted for, whichever is smaller)."""
+
+    def __init__(self, probabilities: Mapping[str, float]):
+        super().__init__(probabilities)
+        values = [float(p) for p in self.values() if p > 0]
+        self.bound = max(0.0, min(min(values), 1.0 - sum(values))) if values else 1.0
 
 
 @dataclass(frozen=True)
@@ -103,14 +119,16 @@ def token_spellings(
 @dataclass(frozen=True)
 class LabelReading:
     """A verdict read from probabilities: ``outcome`` in [0, 1], the ``mass`` the labels got before renormalising,
-    and the renormalised probability of each outcome value."""
+    and the renormalised probability of each outcome value. ``incomplete``: read from a partial list (the top 20)
+    that lacks a label whose mass could be 1% or more (its share of the verdict is unknown)."""
 
     outcome: float
     mass: float
     probabilities: tuple[tuple[float, float], ...]
+    incomplete: bool = False
 
 
-def reading_from_masses(masses: Mapping[float, float]) -> LabelReading | None:
+def reading_from_masses(masses: Mapping[float, float], incomplete: bool = False) -> LabelReading | None:
     """Renormalise the probability mass of each outcome value: ``outcome`` is the expected value (pairwise
     P(A) + P(TIE) / 2). None when the labels got no mass (no verdict)."""
     total = sum(m for m in masses.values() if m > 0)
@@ -118,17 +136,19 @@ def reading_from_masses(masses: Mapping[float, float]) -> LabelReading | None:
         return None
     probabilities = tuple(sorted((value, mass / total) for value, mass in masses.items() if mass > 0))
     outcome = sum(value * p for value, p in probabilities)
-    return LabelReading(min(1.0, max(0.0, outcome)), min(1.0, total), probabilities)
+    return LabelReading(min(1.0, max(0.0, outcome)), min(1.0, total), probabilities, incomplete)
 
 
 def is_low_mass(reading: LabelReading, floor: float) -> bool:
-    """Whether the labels got less than ``floor`` of the probability (the verdict stands; the call is counted)."""
-    return reading.mass < floor
+    """Whether the labels got less than ``floor`` of the probability, or a label's mass is unknown (missing from a
+    partial read); the verdict stands, the call is counted."""
+    return reading.mass < floor or reading.incomplete
 
 
 # One read: the continuation written so far (after the rendered prompt and the assistant turn's start) and what may
 # come next; returns the probability of each next token, by its text (tokens with the same text summed). It may
-# return only some tokens (an API's top 20): the labels missing from it have no mass.
+# return only some tokens (an API's top 20, as PartialProbabilities): the labels missing from it have no mass, and
+# the reading says so when that could matter.
 ReadFn = Callable[[str, LabelTargets], Awaitable[Mapping[str, float]]]
 FirstPieces = Callable[[LabelTargets], frozenset[str]]  # see LabelVocabulary.first_pieces
 
@@ -144,11 +164,14 @@ async def read_labels(
     labels of different outcomes (the heaviest ``continuations`` of them with at least 1% of the probability; the
     mass of any other is dropped). None when no label got any mass. ``first_pieces``: the tokenizer's first pieces
     of the labels (see :func:`token_spellings`)."""
-    masses = await _outcome_masses(read, continuation, targets, first_pieces, continuations)
-    return reading_from_masses(masses)
+    missing: list[float] = []
+    masses = await _outcome_masses(read, continuation, targets, first_pieces, continuations, missing)
+    return reading_from_masses(masses, incomplete=bool(missing))
 
 
-async def _outcome_masses(read, continuation, targets, first_pieces, budget) -> dict[float, float]:
+async def _outcome_masses(read, continuation, targets, first_pieces, budget, missing) -> dict[float, float]:
+    """The mass of each outcome value at this position; the outcome values a partial read lacks (when their mass
+    could reach :data:`_MISSING_LABEL_MASS`) are appended to ``missing``."""
     probabilities = await read(continuation, targets)
     pieces = first_pieces(targets) if first_pieces is not None else None
     masses: dict[float, float] = {}
@@ -167,11 +190,14 @@ async def _outcome_masses(read, continuation, targets, first_pieces, budget) -> 
             group[0] += float(probability)
             if probability > group[2]:
                 group[1], group[2] = token, float(probability)
+    if isinstance(probabilities, PartialProbabilities) and probabilities.bound >= _MISSING_LABEL_MASS:
+        seen = set(masses) | {value for after in pending for _, value in after.spellings}
+        missing.extend(sorted({value for _, value in targets.spellings} - seen))
     heaviest = sorted(pending.items(), key=lambda item: -item[1][0])[:budget]
     for after, (mass, token, _) in heaviest:
         if mass < _MIN_CONTINUED_MASS:
             break
-        inner = await _outcome_masses(read, continuation + token, after, first_pieces, 0)
+        inner = await _outcome_masses(read, continuation + token, after, first_pieces, 0, missing)
         total = sum(inner.values())
         if total > 0:
             for value, share in inner.items():

@@ -6,7 +6,11 @@ connections are reused; the connection pool is capped at the judge's concurrency
 add_generation_prompt: false``, as vLLM's and SGLang's chat endpoints take them) for one token, with
 ``logprobs: true, top_logprobs: 20``; the labels are read from that token's top log-probabilities, so a label
 outside the top 20 has no mass. With a tokenizer for the served model the label ids are asked for too
-(``logprob_token_ids``, vLLM >= 0.31; older servers ignore the field, one that refuses it is asked without it)."""
+(``logprob_token_ids``, vLLM >= 0.31, which then lists every one of them). A server that refuses the field is asked
+without it; one that ignores it (vLLM 0.24, the version verl 0.9.1 pins, drops unknown fields without an error) is
+noticed by its reply, which lacks the label tokens asked for: the judge then says so once (a warning) and reads the
+top 20 only. A read from the top 20 alone is partial (:class:`~.label_probs.PartialProbabilities`): a call whose
+labels are missing from it, where their mass could matter, counts as low-mass (``arena/judge_calls_low_mass``)."""
 
 from __future__ import annotations
 
@@ -18,14 +22,14 @@ from pathlib import Path
 from arena_verl.judge.base import Reply
 from arena_verl.judge.endpoint import Endpoint
 from arena_verl.judge.hygiene import special_token_strings
-from arena_verl.judge.label_probs import LabelTargets, LabelVocabulary
+from arena_verl.judge.label_probs import LabelTargets, LabelVocabulary, PartialProbabilities
 from arena_verl.judge.model_judge import ModelJudge, PermanentJudgeError
 from arena_verl.judge.templates import check_judge_templates
 from arena_verl.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["OpenAIJudge", "judge_tokenizer", "byte_budget_warning", "top_logprobs_by_text"]
+__all__ = ["OpenAIJudge", "judge_tokenizer", "byte_budget_warning", "top_logprobs_by_text", "label_ids_answered"]
 
 TOP_LOGPROBS = 20  # the most an OpenAI-compatible chat endpoint returns (vLLM 0.24 and the OpenAI API)
 
@@ -48,7 +52,7 @@ class OpenAIJudge(ModelJudge):
         self.tokenizer = tokenizer
         self.vocabulary = LabelVocabulary(tokenizer) if tokenizer is not None and settings.verdict == "probability" \
             else None  # fmt: skip
-        self.send_label_ids = self.vocabulary is not None  # off once a server refuses logprob_token_ids
+        self.send_label_ids = self.vocabulary is not None  # off once a server refuses or ignores logprob_token_ids
         self.endpoint = Endpoint(settings.base_url, settings.base_url_file)
         self.api_key = os.environ.get(settings.api_key_env, "")
         self._session = None
@@ -91,8 +95,9 @@ class OpenAIJudge(ModelJudge):
             "logprobs": True,
             "top_logprobs": TOP_LOGPROBS,
         }
-        if self.send_label_ids:
-            payload["logprob_token_ids"] = list(self.vocabulary.token_ids(targets))
+        asked = list(self.vocabulary.token_ids(targets)) if self.send_label_ids else None
+        if asked is not None:
+            payload["logprob_token_ids"] = asked
         try:
             body = await self._post(payload)
         except PermanentJudgeError as exc:
@@ -100,10 +105,28 @@ class OpenAIJudge(ModelJudge):
                 raise
             logger.warning("openai judge: the server refuses logprob_token_ids (%s); reading the top %d only",
                            str(exc)[:200], TOP_LOGPROBS)  # fmt: skip
-            self.send_label_ids = False
+            self.send_label_ids, asked = False, None
             del payload["logprob_token_ids"]
             body = await self._post(payload)
-        return top_logprobs_by_text(body)
+        probabilities = top_logprobs_by_text(body)
+        if asked is not None and _top_entries(body):
+            if label_ids_answered(self.vocabulary, asked, body):
+                return probabilities  # every label token asked for is listed: nothing is missing
+            self._ids_ignored()
+        return PartialProbabilities(probabilities)
+
+    def _ids_ignored(self) -> None:
+        """The server answered without the label tokens it was asked for: from now on the top 20 only (said once)."""
+        if self.send_label_ids:
+            self.send_label_ids = False
+            logger.warning(
+                "openai judge: the server at %s ignored logprob_token_ids (its reply lacks the label tokens asked "
+                "for; vLLM before 0.31 drops the field without an error): verdict probabilities are read from the "
+                "top %d log-probabilities from now on, and a call whose labels are missing from them counts as "
+                "low-mass (arena/judge_calls_low_mass)",
+                self.endpoint.url,
+                TOP_LOGPROBS,
+            )
 
     async def _post(self, payload: dict) -> dict:
         session = await self._client()
@@ -127,22 +150,50 @@ class OpenAIJudge(ModelJudge):
             await self._session.close()
 
 
-def top_logprobs_by_text(body: dict) -> dict[str, float]:
-    """``{token text: probability}`` of the first generated token of a chat completion with ``logprobs``: its top
-    log-probabilities (entries with the same text, distinct token ids, summed) and the sampled token itself. A body
-    without them gives ``{}`` (no label has mass)."""
+def _top_entries(body: dict) -> list:
+    """The ``top_logprobs`` entries of the first generated token of a chat completion (``[]`` without them)."""
+    first = _first_token(body)
+    entries = first.get("top_logprobs") if first else None
+    return list(entries) if isinstance(entries, list) else []
+
+
+def _first_token(body: dict) -> dict | None:
     choices = body.get("choices") if isinstance(body, dict) else None
     logprobs = (choices[0].get("logprobs") if choices and isinstance(choices[0], dict) else None) or {}
     content = logprobs.get("content") if isinstance(logprobs, dict) else None
     if not content or not isinstance(content[0], dict):
+        return None
+    return content[0]
+
+
+def top_logprobs_by_text(body: dict) -> dict[str, float]:
+    """``{token text: probability}`` of the first generated token of a chat completion with ``logprobs``: its top
+    log-probabilities (entries with the same text, distinct token ids, summed) and the sampled token itself. A body
+    without them gives ``{}`` (no label has mass)."""
+    first = _first_token(body)
+    if first is None:
         return {}
-    first = content[0]
     out: dict[str, float] = {}
     for entry in first.get("top_logprobs") or ():
         _add(out, entry)
     if first.get("token") not in out:
         _add(out, first)
     return out
+
+
+def label_ids_answered(vocabulary: LabelVocabulary, asked: list[int], body: dict) -> bool:
+    """Whether a reply to a request with ``logprob_token_ids=asked`` answered them. A server that honours the field
+    (vLLM >= 0.31) lists every token asked for (besides the sampled one); one that ignores it lists its top
+    ``top_logprobs`` (20). So: more entries than a top-20 reply holds, or every asked token's text among the entries
+    (compared without surrounding spaces, which detokenisers add or strip differently)."""
+    entries = _top_entries(body)
+    if len(entries) > TOP_LOGPROBS + 1:
+        return True
+    listed = {entry.get("token", "").strip() for entry in entries if isinstance(entry, dict)}
+    listed.discard("")
+    wanted = {vocabulary.texts[i].strip() for i in asked if 0 <= i < len(vocabulary.texts)}
+    wanted.discard("")
+    return wanted <= listed  # nothing to look for (no asked token has a text): taken as answered
 
 
 def _add(out: dict[str, float], entry) -> None:

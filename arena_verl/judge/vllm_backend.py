@@ -3,7 +3,7 @@
 Each ``VLLMEngineActor`` holds one ``AsyncLLM`` engine (tensor parallel size, memory share, prefix caching and
 context length from ``reward.arena.judge.*``). ``VLLMJudge`` keeps a pool of ``num_engines`` of them and sends each
 generation to the engine with the fewest calls in flight. The engines' start is bounded
-(:attr:`VLLMJudge.start_timeout_s`): an engine that fails to start or is not ready in time is an error that every
+(``reward.arena.judge.start_timeout_s``): an engine that fails to start or is not ready in time is an error that every
 call raises (:class:`JudgeStartError`), never a silent retry. An engine whose actor died
 (``ray.exceptions.ActorDiedError``) is replaced and the call retried by the usual backoff; an actor that is only
 unavailable for now (``ActorUnavailableError``) is kept, and the call retried. A call that times out (or whose
@@ -45,7 +45,8 @@ __all__ = [
     "first_token_logprobs",
 ]
 
-ENGINE_START_TIMEOUT_S = 1800.0  # a large judge loaded from a shared file system takes minutes; CPU tests ~1 min
+# The default engine start bound (reward.arena.judge.start_timeout_s; docs/config.md says why 3600 s).
+ENGINE_START_TIMEOUT_S = JudgeSettings.start_timeout_s
 TOP_LOGPROBS = 20  # vLLM's default max_logprobs: the fallback where logprob_token_ids is missing
 _ABORTED_KEPT = 10_000  # ids aborted before their generation started, remembered so that it never starts
 
@@ -179,7 +180,7 @@ class VLLMEngineActor:
 
 class VLLMJudge(ModelJudge):
     name = "vllm"
-    start_timeout_s = ENGINE_START_TIMEOUT_S
+    start_timeout_s: float | None = None  # None: settings.start_timeout_s (tests set a short bound here)
 
     def __init__(self, settings: JudgeSettings):
         from transformers import AutoTokenizer
@@ -235,14 +236,16 @@ class VLLMJudge(ModelJudge):
 
     async def _await_start(self, engine) -> None:
         s = self.settings
+        bound = self.start_timeout_s if self.start_timeout_s is not None else s.start_timeout_s
         try:
-            await asyncio.wait_for(_awaited(engine.ready.remote()), self.start_timeout_s)
+            await asyncio.wait_for(_awaited(engine.ready.remote()), bound)
         except asyncio.TimeoutError:
             with contextlib.suppress(Exception):
                 ray.kill(engine)
             raise JudgeStartError(
-                f"vllm judge: an engine of {s.model_path!r} was not ready after {self.start_timeout_s:.0f} s (no "
-                "free GPU for it, or a model too large to load in time): calls fail until the judge is restarted"
+                f"vllm judge: an engine of {s.model_path!r} was not ready after {bound:.0f} s (no free GPU for it, "
+                "or a model too large to load in time): calls fail until the judge is restarted; raise "
+                "reward.arena.judge.start_timeout_s if the model needs longer to load"
             ) from None
         except ray.exceptions.RayError as exc:
             reason = " ".join(str(exc).split())

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -29,6 +30,7 @@ CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"  # the repository r
 SHOWN_KEYS = (
     "trainer.nnodes",
     "trainer.n_gpus_per_node",
+    "ray_kwargs.ray_init.num_gpus",
     "trainer.use_v1",
     "trainer.total_training_steps",
     "trainer.save_freq",
@@ -69,14 +71,49 @@ SHOWN_KEYS = (
 ALPHAS = (0.25, 0.5, 0.75)
 
 
+VERL_CONFIG_PACKAGE = "pkg://verl.trainer.config"  # the search path the experiment configs name
+
+
+def verl_config_dir() -> Path | None:
+    """The folder of verl's packaged trainer configs, found without importing verl (``import verl`` imports torch,
+    tensordict and every plugin: about 15 s of a dry run's 20 on 2 cores); None when verl is not installed."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("verl")
+    locations = list(spec.submodule_search_locations or ()) if spec is not None else []
+    folders = [Path(location) / "trainer" / "config" for location in locations]
+    return next((folder for folder in folders if (folder / "ppo_trainer.yaml").is_file()), None)
+
+
 def compose_experiment(config_name: str, overrides: Sequence[str] = (), config_dir: Path = CONFIG_DIR):
     """The config ``python -m verl.trainer.main_ppo --config-path=<config_dir> --config-name=<config_name> <overrides>``
-    would run with (hydra.* overrides are dropped: they steer Hydra's run, not the trainer)."""
+    would run with (hydra.* overrides are dropped: they steer Hydra's run, not the trainer). verl's configs are read
+    from their folder (the same files ``pkg://verl.trainer.config`` names) so that composing does not import verl."""
     from hydra import compose, initialize_config_dir
 
     trainer_overrides = [o for o in overrides if not o.lstrip("+~").startswith("hydra.")]
+    search_path = _search_path_without_import(Path(config_dir) / f"{config_name}.yaml")
+    if search_path is not None:
+        trainer_overrides = [f"hydra.searchpath=[{','.join(search_path)}]", *trainer_overrides]
     with initialize_config_dir(config_dir=str(Path(config_dir).resolve()), version_base=None):
         return compose(config_name, overrides=trainer_overrides)
+
+
+def _search_path_without_import(config_file: Path) -> list[str] | None:
+    """The primary config's ``hydra.searchpath`` with verl's package replaced by its folder; None (compose as
+    written) when there is nothing to replace, verl is not installed, or a path would need quoting."""
+    import yaml
+
+    try:
+        search_path = (yaml.safe_load(config_file.read_text()) or {}).get("hydra", {}).get("searchpath")
+    except (OSError, yaml.YAMLError, AttributeError):
+        return None
+    folder = verl_config_dir()
+    if not isinstance(search_path, list) or VERL_CONFIG_PACKAGE not in search_path or folder is None:
+        return None
+    replaced = [f"file://{folder}" if entry == VERL_CONFIG_PACKAGE else entry for entry in search_path]
+    plain = all(isinstance(entry, str) and re.fullmatch(r"[\w./:+-]+", entry) for entry in replaced)
+    return replaced if plain else None
 
 
 def _select(config, key: str) -> Any:
@@ -138,16 +175,23 @@ def path_problems(config) -> list[str]:
     if model and not Path(str(model)).expanduser().exists():
         where = "does not exist" if _looks_local(str(model)) else "is not a local folder (verl would fetch it)"
         problems.append(f"actor_rollout_ref.model.path: {model} {where}")
-    judge = settings_from_config(config).judge
+    settings = settings_from_config(config)
+    judge = settings.judge
     if judge.backend in ("vllm", "transformers") and judge.model_path and not Path(judge.model_path).exists():
         problems.append(f"reward.arena.judge.model_path: {judge.model_path} does not exist")
-    # A tokenizer the judge cannot load fails inside the referee actor, where every group would fall back silently.
-    tokenizer = judge.tokenizer if judge.backend == "openai" else None
-    if tokenizer:
-        from arena_verl.judge.openai_backend import looks_local  # the judge's own rule for "a folder, not a hub id"
-
-        if looks_local(tokenizer) and not Path(tokenizer).expanduser().is_dir():
-            problems.append(f"reward.arena.judge.tokenizer: {tokenizer} is not a folder")
+    elif settings.uses_judge:
+        # A tokenizer the judge cannot load fails inside the referee actor, where every group would fall back
+        # (referee_lost): the model judges render and count with their model's own, a served judge with its
+        # tokenizer's (JUDGE_TOKENIZER; the recipes' default is the judge folder).
+        checks = []
+        if judge.backend in ("vllm", "transformers") and judge.model_path:
+            checks.append((judge.model_path, f"reward.arena.judge.model_path (JUDGE_MODEL, the {judge.backend} judge)"))
+        if judge.backend == "openai" and judge.tokenizer:
+            checks.append((judge.tokenizer, "reward.arena.judge.tokenizer (JUDGE_TOKENIZER)"))
+        for name, what in checks:
+            problem = tokenizer_problem(name, what)
+            if problem:
+                problems.append(problem)
     if _select(config, "reward.reward_model.enable"):
         rm_path = _select(config, "reward.reward_model.model_path")
         if not rm_path or not Path(str(rm_path)).expanduser().exists():
@@ -162,6 +206,47 @@ def path_problems(config) -> list[str]:
                         "set: verl would run the generated code on the reward workers, outside a sandbox"
                     )
     return problems
+
+
+_OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+def _offline() -> bool:
+    import os
+
+    return any(os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on") for name in _OFFLINE)
+
+
+def tokenizer_problem(name: str, what: str) -> str | None:
+    """Why the tokenizer ``name`` (a folder or a hub id) would not load where the judge loads it, or None.
+
+    A folder is loaded as the judge loads it (``AutoTokenizer.from_pretrained``, nothing downloaded): one without
+    tokenizer files is a problem. A hub id must be in the local cache when the hub is offline (``HF_HUB_OFFLINE`` /
+    ``TRANSFORMERS_OFFLINE``, as in the image); online it is loaded the same way (downloaded into the cache, as the
+    judge would)."""
+    from arena_verl.judge.openai_backend import looks_local  # the judge's own rule for "a folder, not a hub id"
+
+    path = Path(name).expanduser()
+    local = looks_local(name)
+    if local and not path.exists():
+        return f"{what}: {name} does not exist"
+    if local and not path.is_dir():
+        return f"{what}: {name} is not a folder"
+    try:
+        from transformers import AutoTokenizer
+
+        AutoTokenizer.from_pretrained(str(path) if local else name, local_files_only=local or _offline())
+    except Exception as exc:  # noqa: BLE001  (whatever transformers raises: one line)
+        reason = " ".join(str(exc).split())[:240] or type(exc).__name__
+        if local:
+            return f"{what}: {name} has no tokenizer the judge can load ({type(exc).__name__}: {reason})"
+        if _offline():
+            return (
+                f"{what}: {name} is a hub id that is not in the local cache, and the hub is offline "
+                f"({'/'.join(_OFFLINE)}): download it first (huggingface-cli download {name}) or give its folder"
+            )
+        return f"{what}: the hub id {name} cannot be loaded as a tokenizer ({type(exc).__name__}: {reason})"
+    return None
 
 
 def _cluster_free_gpus() -> list[float]:
@@ -243,16 +328,27 @@ def main(argv: list[str] | None = None) -> int:
     return run(parser.parse_args(argv))
 
 
+def _print_values(args: argparse.Namespace, values: dict[str, Any]) -> None:
+    print(f"# composed config: {args.config_name} (+ {len(args.overrides)} overrides)")
+    for key, value in values.items():
+        print(f"{key}={value}")
+
+
 def run(args: argparse.Namespace) -> int:
-    """``show``: exit 0, or 2 for a config that does not compose, breaks verl's rules or (``--strict``) lacks paths."""
+    """``show``: exit 0, or 2 for a config that does not compose, breaks verl's rules, does not fit the cluster
+    (``--check-cluster``) or (``--strict``) lacks paths."""
     from arena_verl.judge.templates import check_judge_templates
-    from arena_verl.settings import settings_from_config
+    from arena_verl.settings import ContradictoryLimits, settings_from_config
     from arena_verl.verl_edge.judge_placement import verl_placement_problems
     from arena_verl.verl_edge.placement import demands_from_config, placement_problems, placement_warnings
 
     try:
         config = compose_experiment(args.config_name, args.overrides, Path(args.config_dir))
         values = shown_values(config)
+    except Exception as exc:  # noqa: BLE001  (a bad config is one clear line, not a traceback)
+        print(f"error: the config does not compose or is invalid: {exc}", file=sys.stderr)
+        return 2
+    try:
         load = judge_load_lines(config)
         settings = settings_from_config(config)
         refusals = run_time_problems(config, waits_for_groups=settings.uses_judge)
@@ -263,16 +359,24 @@ def run(args: argparse.Namespace) -> int:
         if args.check_cluster:
             # Each trainer node's share, each judge engine, verl's reward-model nodes must fit on one node each: a
             # run that does not fit waits forever for its GPUs (the judge's routed groups fall back at the deadline).
+            # Asked for, a placement that cannot fit is refused (exit 2), --strict or not.
             free = _cluster_free_gpus()
             demands = demands_from_config(config)
-            problems += placement_problems(demands, free)
+            refusals += placement_problems(demands, free)
             cluster_warnings = placement_warnings(demands, free)
+    except ContradictoryLimits as exc:
+        # Limits that contradict each other (the user's overrides included): the values, then every contradiction.
+        _print_values(args, values)
+        for problem in exc.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
     except Exception as exc:  # noqa: BLE001  (a bad config is one clear line, not a traceback)
         print(f"error: the config does not compose or is invalid: {exc}", file=sys.stderr)
         return 2
-    print(f"# composed config: {args.config_name} (+ {len(args.overrides)} overrides)")
-    for key, value in values.items():
-        print(f"{key}={value}")
+    _print_values(args, values)
+    if values.get("reward.arena.tournament_timeout_s") is None and settings.uses_judge:
+        effective = f"{settings.tournament_timeout_s:g} s"
+        print(f"# reward.arena.tournament_timeout_s: null = {effective} (the judge's call with its retries, >= 900 s)")
     print("# expected judge load")
     for line in load:
         print(line)

@@ -17,6 +17,11 @@
 #            holding it, written by scripts/slurm/judge_serve.sbatch; waited for up to JUDGE_WAIT_S [3900] s),
 #            JUDGE_SERVED_NAME [judge] (vllm serve --served-model-name), JUDGE_API_KEY (the judge server's key; judge_serve.sbatch hands it to vLLM as VLLM_API_KEY),
 #            JUDGE_TOKENIZER [JUDGE_MODEL when it is a local folder]: counts the judge's trace budget in tokens
+#            (loaded at the pre-flight: one that does not load stops the run before the trainer starts);
+#            a judge on this node (a loopback JUDGE_URL, or this host's name) and the trainer get disjoint GPUs:
+#            JUDGE_GPUS [the node's GPUs after the trainer's GPUS_PER_NODE; node8: 6,7] are the judge's (start
+#            `vllm serve` with CUDA_VISIBLE_DEVICES=$JUDGE_GPUS), the trainer gets CUDA_VISIBLE_DEVICES and
+#            ray_kwargs.ray_init.num_gpus for the others; JUDGE_GPUS=shared: they share the trainer's (one GPU)
 #     ray:   vLLM engines in Ray actors on spare GPUs of the same Ray cluster: JUDGE_ENGINES [1], JUDGE_TP [2 / 8]
 #     verl:  verl's reward-model serving (its own resource pool): JUDGE_NNODES [1], JUDGE_GPUS_PER_NODE [2 / 8],
 #            JUDGE_TP [2 / 8]
@@ -162,6 +167,92 @@ _wait_for_judge() {
   done
 }
 
+# The host of an http(s) URL (an IPv6 address without its brackets).
+_url_host() {
+  local rest=${1#*://}
+  rest=${rest%%/*}
+  rest=${rest##*@}
+  if [[ $rest == \[* ]]; then rest=${rest#[}; printf '%s' "${rest%%]*}"; else printf '%s' "${rest%%:*}"; fi
+}
+# Whether URL's host is this machine: a loopback address, or this host's name or one of its addresses.
+_on_this_host() {
+  local host word
+  host=$(_url_host "$1")
+  case "$host" in localhost | 127.* | ::1 | 0.0.0.0) return 0 ;; esac
+  [ -n "$host" ] || return 1
+  for word in "$(hostname 2>/dev/null)" "$(hostname -s 2>/dev/null)" "$(hostname -f 2>/dev/null)" \
+              $(hostname -I 2>/dev/null); do
+    [ "$host" != "$word" ] || return 0
+  done
+  return 1
+}
+# gpu_split VISIBLE JUDGE_GPUS COUNT: disjoint GPUs for the trainer and a judge on the same node. VISIBLE: the node's
+# device ids (comma-separated, as CUDA_VISIBLE_DEVICES names them); JUDGE_GPUS: the judge's among them (empty: those
+# after the trainer's first COUNT). Prints "TRAINER JUDGE" (comma-separated ids), or stops with the reason.
+gpu_split() {
+  local visible=$1 judge=$2 count=$3 id
+  local -a all=() judges=() trainer=()
+  IFS=, read -r -a all <<< "$visible"
+  if [ -z "$judge" ]; then
+    judges=("${all[@]:count}")
+  else
+    IFS=, read -r -a judges <<< "$judge"
+    for id in "${judges[@]}"; do
+      [[ ",$visible," == *",$id,"* ]] || _die "JUDGE_GPUS=$judge: '$id' is not one of this node's GPUs ($visible)"
+    done
+  fi
+  [ "${#judges[@]}" -gt 0 ] || _die "a served judge on this node needs GPUs the trainer leaves: its ${#all[@]}" \
+    "GPUs ($visible) all go to the trainer (GPUS_PER_NODE=$count): lower GPUS_PER_NODE, name the judge's in" \
+    "JUDGE_GPUS, or set JUDGE_GPUS=shared to let them share"
+  for id in "${all[@]}"; do
+    [[ ",$(IFS=,; printf '%s' "${judges[*]}")," == *",$id,"* ]] || trainer+=("$id")
+  done
+  [ "${#trainer[@]}" -ge "$count" ] || _die "the trainer needs GPUS_PER_NODE=$count GPUs beside the served judge's" \
+    "(JUDGE_GPUS=$(IFS=,; printf '%s' "${judges[*]}")), but this node has ${#trainer[@]} more ($visible): lower" \
+    "GPUS_PER_NODE or give the judge fewer"
+  trainer=("${trainer[@]:0:count}")
+  printf '%s %s\n' "$(IFS=,; printf '%s' "${trainer[*]}")" "$(IFS=,; printf '%s' "${judges[*]}")"
+}
+# The node's GPU ids: CUDA_VISIBLE_DEVICES when set, else 0..N-1 with N from nvidia-smi (8, the settings' node, when
+# it cannot tell).
+_node_gpus() {
+  if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then printf '%s' "$CUDA_VISIBLE_DEVICES"; return; fi
+  local count=0
+  if command -v nvidia-smi >/dev/null 2>&1; then count=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true); fi
+  [ "$count" -gt 0 ] || count=8
+  seq -s, 0 $((count - 1))
+}
+# Whether process PID runs. An exited process its parent has not reaped yet (a zombie) does not: `kill -0` and
+# `tail --pid` count it as alive, and a parent that reaps only after its pipe closes (Python's subprocess.run with
+# captured output) would then wait forever for a follower that waits for it.
+_running() {
+  local stat
+  if [ -r "/proc/$1/stat" ]; then
+    read -r stat < "/proc/$1/stat" 2>/dev/null || return 1
+    stat=${stat##*) }
+    [ "${stat%% *}" != Z ]
+  else
+    kill -0 "$1" 2>/dev/null
+  fi
+}
+# From here on this shell's output (and the trainer's, once exec'd) goes straight to LOG, appended: no pipe, so a
+# TERM to every process of a Slurm step cannot end a reader first and cut the trainer's shutdown lines (or kill it
+# with SIGPIPE). The console gets a copy by a follower of the file (tail), which ends once this process has exited
+# (reaped or not; tail's own --pid is the guard should the watcher be killed alone).
+_log_and_follow() {
+  local log=$1 from owner=$$
+  : >> "$log"
+  from=$(($(wc -c < "$log") + 1))
+  (
+    tail -c "+$from" -f --pid="$owner" "$log" 2>/dev/null &
+    follower=$!
+    while _running "$owner"; do sleep 0.5; done
+    sleep 1  # tail's last read of the file
+    kill "$follower" 2>/dev/null
+  ) &
+  exec >> "$log" 2>&1
+}
+
 experiment_main() {
   local experiment=$1
   shift
@@ -177,7 +268,7 @@ experiment_main() {
   local models_dir=${MODELS_DIR:-/models} data_dir=${DATA_DIR:-/data}
   local name value run_dir
   for name in RUN_DIR MODELS_DIR DATA_DIR MODEL_PATH TRAIN_FILES VAL_FILES JUDGE_MODEL JUDGE_TOKENIZER JUDGE_URL \
-              JUDGE_URL_FILE JUDGE_API_KEY JUDGE_SERVED_NAME PROJECT_NAME EXPERIMENT_NAME; do
+              JUDGE_URL_FILE JUDGE_API_KEY JUDGE_SERVED_NAME PROJECT_NAME EXPERIMENT_NAME JUDGE_GPUS; do
     [ -z "${!name:-}" ] || _check_plain "$name" "${!name}"
   done
   # The defaults below are list entries (TRAIN_FILES, VAL_FILES are comma-separated): a comma would split a path.
@@ -186,17 +277,18 @@ experiment_main() {
   done
   run_dir=$(_abs "${RUN_DIR:-./runs/$experiment}")
   local default_policy default_judge default_placement default_tp default_judge_gpus default_val_n=16
+  local default_gpus_per_node
   local default_train=$data_dir/train.parquet default_val=$data_dir/aime2024.parquet,$data_dir/aime2025.parquet
   case "$setting" in
     node8)
       default_policy=$models_dir/Qwen2.5-3B-Instruct default_judge=$models_dir/Qwen3-4B-Instruct-2507
-      default_placement=serve default_tp=2 default_judge_gpus=2 ;;
+      default_placement=serve default_tp=2 default_judge_gpus=2 default_gpus_per_node=6 ;;
     paper)
       default_policy=$models_dir/Ministral-3-8B-Instruct-2512-BF16 default_judge=$models_dir/DeepSeek-Math-V2
-      default_placement=ray default_tp=8 default_judge_gpus=8 ;;
+      default_placement=ray default_tp=8 default_judge_gpus=8 default_gpus_per_node=8 ;;
     cpu)
       default_policy=$run_dir/assets/toy_model default_judge="" default_placement=local default_tp=1
-      default_judge_gpus=1 default_val_n=2
+      default_judge_gpus=1 default_val_n=2 default_gpus_per_node=1
       default_train=$run_dir/assets/train.parquet default_val=$run_dir/assets/val.parquet ;;
     *) _die "SETTING must be node8, paper or cpu, got '$setting'" ;;
   esac
@@ -314,6 +406,38 @@ experiment_main() {
       local_judge_overrides cmd "$judge" "$judge_model" "$setting" ;;
     *) _die "JUDGE_PLACEMENT must be serve, ray, verl or local, got '$placement'" ;;
   esac
+  # A served judge on this node (a loopback JUDGE_URL, or this host's name) and the trainer get disjoint GPUs: Ray
+  # would otherwise give the trainer's workers the judge's GPUs too, and vLLM's free-memory check fails at rollout.
+  local trainer_gpus="" judge_gpus=""
+  if [ "$placement" = serve ] && [ "$setting" != cpu ] && [ "${JUDGE_GPUS:-}" != shared ] \
+     && _on_this_host "$judge_url"; then
+    local trainer_count=${GPUS_PER_NODE:-$default_gpus_per_node} nodes=${NNODES:-1} split
+    for arg in ${user_overrides[@]+"${user_overrides[@]}"}; do  # a Hydra override of the share counts too
+      case "$arg" in
+        trainer.n_gpus_per_node=*) trainer_count=${arg#*=} ;;
+        trainer.nnodes=*) nodes=${arg#*=} ;;
+      esac
+    done
+    _check_int "the trainer's GPUs per node" "$trainer_count" 1
+    if [ "$nodes" != 1 ] || [ "${RAY_CLUSTER_NODES:-1}" != 1 ]; then
+      _die "JUDGE_URL=$judge_url is on this node, which the referee on another of the run's nodes cannot reach as" \
+        "such: give the judge an address the other nodes reach, or train on one node (NNODES=1)"
+    fi
+    if [ -n "${TRAINER_GPUS:-}" ]; then  # the Ray cluster was started on the trainer's GPUs (scripts/slurm)
+      trainer_gpus=$TRAINER_GPUS judge_gpus=${JUDGE_GPUS:-}
+    else
+      split=$(gpu_split "$(_node_gpus)" "${JUDGE_GPUS:-}" "$trainer_count") || exit 2
+      trainer_gpus=${split% *} judge_gpus=${split#* }
+      if [ -n "${RAY_ADDRESS:-}" ] && [ "$RAY_ADDRESS" != local ]; then
+        _warn "a served judge on this node and a running Ray cluster (RAY_ADDRESS=$RAY_ADDRESS): its raylet here" \
+          "must have been started with CUDA_VISIBLE_DEVICES=$trainer_gpus --num-gpus=$trainer_count, or the" \
+          "trainer may take the judge's GPUs ($judge_gpus)"
+      else
+        # verl starts the run's own Ray: it sees only the trainer's GPUs, and is told how many.
+        cmd+=(++ray_kwargs.ray_init.num_gpus="$trainer_count")
+      fi
+    fi
+  fi
   cmd+=(${user_overrides[@]+"${user_overrides[@]}"})
 
   export VERL_FILE_LOGGER_PATH=$metrics_file
@@ -321,6 +445,12 @@ experiment_main() {
   if [ -n "${JUDGE_API_KEY:-}" ]; then export JUDGE_API_KEY; fi
   # CUDA_DEVICE_MAX_CONNECTIONS is left alone: verl sets it for Megatron itself, and FSDP must not have it.
   export TORCH_NCCL_AVOID_RECORD_STREAMS=1 PYTHONUNBUFFERED=1
+  # The trainer's GPUs beside a served judge on this node (above): the run's own Ray sees only these.
+  local cuda_prefix=""
+  if [ -n "$trainer_gpus" ] && { [ -z "${RAY_ADDRESS:-}" ] || [ "$RAY_ADDRESS" = local ]; }; then
+    export CUDA_VISIBLE_DEVICES=$trainer_gpus
+    cuda_prefix="CUDA_VISIBLE_DEVICES=$trainer_gpus "
+  fi
   if [ "$setting" = cpu ]; then
     cpu_platform_env
   elif [ "${VERL_PLATFORM:-}" = cpu ]; then  # left in the shell by a CPU run: verl would train on the CPU platform
@@ -332,9 +462,13 @@ experiment_main() {
   if [ "$dry_run" = 1 ]; then
     echo "# $experiment (SETTING=$setting, JUDGE_PLACEMENT=$placement, RUN_DIR=$run_dir)"
     echo "# environment"
-    env | grep -E '^(VERL_[A-Z_]*|VLLM_[A-Z_]*|TORCH_NCCL_AVOID_RECORD_STREAMS|CUDA_DEVICE_MAX_CONNECTIONS|RAY_ADDRESS|RAY_AUTH_MODE)=' | sort
+    env | grep -E '^(VERL_[A-Z_]*|VLLM_[A-Z_]*|TORCH_NCCL_AVOID_RECORD_STREAMS|CUDA_DEVICE_MAX_CONNECTIONS|CUDA_VISIBLE_DEVICES|RAY_ADDRESS|RAY_AUTH_MODE)=' | sort
+    if [ -n "$trainer_gpus" ]; then
+      echo "# GPUs: the served judge on this node ($judge_url) on ${judge_gpus:-its own} (JUDGE_GPUS; start vllm serve" \
+        "with CUDA_VISIBLE_DEVICES=${judge_gpus:-them}), the trainer on $trainer_gpus (CUDA_VISIBLE_DEVICES)"
+    fi
     echo "# command"
-    printf '%q ' "${cmd[@]}"; echo
+    printf '%s' "$cuda_prefix"; printf '%q ' "${cmd[@]}"; echo
     if [ "$placement" = serve ] && [ -n "$judge_url_file" ] && [ ! -s "$judge_url_file" ]; then
       _warn "JUDGE_URL_FILE $judge_url_file is not there yet (a real run waits for it)"
     fi
@@ -370,14 +504,14 @@ experiment_main() {
   "${show[@]}" --strict ${cluster_check[@]+"${cluster_check[@]}"} || exit 2
   # verl's file logger opens its path without creating the folder.
   mkdir -p "$run_dir/metrics"
-  echo "# $(date -Is) $experiment: $(printf '%q ' "${cmd[@]}")" >> "$run_dir/commands.log"
+  echo "# $(date -Is) $experiment: $cuda_prefix$(printf '%q ' "${cmd[@]}")" >> "$run_dir/commands.log"
   [ -z "$notice" ] || echo "# $notice" | tee -a "$run_dir/train.log" >&2
   if [ "$setting" = cpu ]; then
     # Under a deadline, and nothing it started outlives it (the supervisor writes train.log and summary.json).
     cmd=("$python" -m arena_verl.cpu.supervise --timeout "${TIMEOUT_S:-1500}" --out "$run_dir"
          --metrics "$metrics_file" --label "$experiment" -- "${cmd[@]}")
   else
-    exec > >(tee -a "$run_dir/train.log") 2>&1
+    _log_and_follow "$run_dir/train.log"
   fi
   if [ "${RECIPE_NO_EXEC:-0}" = 1 ]; then  # the caller has more to do afterwards (recipes/smoke_1gpu.sh)
     local rc=0

@@ -12,6 +12,11 @@ die() {
   exit 2
 }
 
+# The recipes' rule for the GPUs of a served judge on the training node (gpu_split, _on_this_host): one rule for the
+# recipe and the launcher. Sourcing it only defines functions.
+# shellcheck source=recipes/lib/experiment.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../../recipes/lib/experiment.sh"
+
 dry_run() { [ "${DRY_RUN:-0}" = 1 ]; }
 
 launch() {
@@ -239,8 +244,29 @@ trainer_share() {
   if [ "${#TRAINER_SHARE[@]}" -gt 0 ]; then return; fi
   local judge_elsewhere=0
   case "$(basename "$recipe")" in rlvr.sh | rlvr_dapo.sh) judge_elsewhere=1 ;; esac
-  if [ "${JUDGE_PLACEMENT:-}" = serve ]; then judge_elsewhere=1; fi
+  # A served judge on the head (same_node_judge) takes GPUs there: the setting's sizes, as for ray and verl.
+  if [ "${JUDGE_PLACEMENT:-}" = serve ] && [ "${SAME_NODE_JUDGE:-0}" != 1 ]; then judge_elsewhere=1; fi
   if [ "$judge_elsewhere" = 1 ]; then TRAINER_SHARE=("NNODES=$nodes" "GPUS_PER_NODE=$gpus"); fi
+}
+
+# Whether the served judge runs on the head node (HEAD, HEAD_IP): JUDGE_PLACEMENT=serve with a JUDGE_URL that is a
+# loopback address or the head's name or address (unless JUDGE_GPUS=shared: it shares the trainer's GPUs).
+same_node_judge() {
+  local host
+  [ "${JUDGE_PLACEMENT:-}" = serve ] && [ -n "${JUDGE_URL:-}" ] && [ "${JUDGE_GPUS:-}" != shared ] || return 1
+  host=$(_url_host "$JUDGE_URL")
+  case "$host" in localhost | 127.* | ::1 | 0.0.0.0) return 0 ;; esac
+  [ "$host" = "$1" ] || [ "$host" = "$2" ]
+}
+
+# The trainer's GPUs per node the recipe will use: GPUS_PER_NODE, else its SETTING's (configs/arena_setting/).
+setting_gpus_per_node() {
+  if [ -n "${GPUS_PER_NODE:-}" ]; then echo "$GPUS_PER_NODE"; return; fi
+  case "${SETTING:-node8}" in
+    node8) echo 6 ;;
+    paper) echo 8 ;;
+    *) echo 1 ;;
+  esac
 }
 
 # Trap of the Ray job. USR1 is the job's own early warning (#SBATCH --signal=B:USR1@300): stop, then requeue if
@@ -322,16 +348,30 @@ run_ray_job() {
   done
   [[ ${JUDGE_JOB_ID:-0} =~ ^[0-9]+$ ]] \
     || die "JUDGE_JOB_ID=$JUDGE_JOB_ID: expected the judge job's id (what sbatch --parsable printed)"
-  trainer_share "$recipe" "${#JOB_NODES[@]}" "$gpus"
-  # A metrics path set by the caller reaches Ray's worker processes too (the recipe also passes its own through the
-  # trainer's runtime_env).
-  local -a ray_start=(ray start)
-  if [ -n "${VERL_FILE_LOGGER_PATH:-}" ]; then
-    ray_start=(env VERL_FILE_LOGGER_PATH="$VERL_FILE_LOGGER_PATH" ray start)
-  fi
   head=${JOB_NODES[0]}
   head_ip=$(node_ip "$head")
   address=$(host_port "$head_ip" "$GCS_PORT")
+  # A served judge on the head and the trainer get disjoint GPUs: Ray on the head is given only the trainer's
+  # (CUDA_VISIBLE_DEVICES and --num-gpus), so that none of its workers lands on the judge's.
+  local trainer_gpus="" judge_gpus="" head_gpus=$gpus split
+  SAME_NODE_JUDGE=0
+  if same_node_judge "$head" "$head_ip"; then
+    [ "${#JOB_NODES[@]}" = 1 ] || die "JUDGE_URL=$JUDGE_URL is on the head node, which the referee on another of" \
+      "the job's ${#JOB_NODES[@]} nodes cannot reach as such: give the judge an address every node reaches"
+    split=$(gpu_split "$(seq -s, 0 $((gpus - 1)))" "${JUDGE_GPUS:-}" "$(setting_gpus_per_node)") || exit 2
+    trainer_gpus=${split% *} judge_gpus=${split#* }
+    head_gpus=$(setting_gpus_per_node)
+    SAME_NODE_JUDGE=1
+  fi
+  trainer_share "$recipe" "${#JOB_NODES[@]}" "$gpus"
+  # A metrics path set by the caller reaches Ray's worker processes too (the recipe also passes its own through the
+  # trainer's runtime_env).
+  local -a ray_start=(ray start) head_start=()
+  if [ -n "${VERL_FILE_LOGGER_PATH:-}" ]; then
+    ray_start=(env VERL_FILE_LOGGER_PATH="$VERL_FILE_LOGGER_PATH" ray start)
+  fi
+  head_start=("${ray_start[@]}")
+  if [ -n "$trainer_gpus" ]; then head_start=(env CUDA_VISIBLE_DEVICES="$trainer_gpus" "${ray_start[@]}"); fi
   STOPPING=0
   DRIVER_PID=''
   WAIT_PID=''
@@ -340,6 +380,10 @@ run_ray_job() {
   trap 'on_stop_signal TERM' TERM
   echo "$(date '+%F %T') job ${SLURM_JOB_ID:-?}: ${#JOB_NODES[@]} nodes (${JOB_NODES[*]}), $gpus GPUs and $cpus CPUs" \
     "each; Ray head $address; recipe $recipe; logs in $LOG_DIR"
+  if [ -n "$trainer_gpus" ]; then
+    echo "the served judge on the head ($JUDGE_URL) keeps GPUs $judge_gpus (start it with" \
+      "CUDA_VISIBLE_DEVICES=$judge_gpus); Ray there gets $trainer_gpus"
+  fi
   if [ "${#TRAINER_SHARE[@]}" -gt 0 ]; then
     echo "the trainer gets ${TRAINER_SHARE[*]}"
   else
@@ -353,8 +397,8 @@ run_ray_job() {
       "check the container's GPU passthrough and the job's --gpus-per-node (GPU_CHECK=0 skips this check)"
   fi
   # The dashboard listens on the head's loopback only: its Jobs API runs any code, as you, for whoever reaches it.
-  build_step "$head" "${ray_start[@]}" --head --node-ip-address="$head_ip" --port="$GCS_PORT" --num-cpus="$cpus" \
-    --num-gpus="$gpus" --dashboard-host="${RAY_DASHBOARD_HOST:-127.0.0.1}" --disable-usage-stats --block \
+  build_step "$head" "${head_start[@]}" --head --node-ip-address="$head_ip" --port="$GCS_PORT" --num-cpus="$cpus" \
+    --num-gpus="$head_gpus" --dashboard-host="${RAY_DASHBOARD_HOST:-127.0.0.1}" --disable-usage-stats --block \
     "${RAY_NODE_PORTS[@]}" "${RAY_HEAD_PORTS[@]}"
   launch_background "$LOG_DIR/ray_head.log" "${STEP[@]}"
   RAY_STEP_PIDS+=(${BACKGROUND_PID:+"$BACKGROUND_PID"})
@@ -369,12 +413,15 @@ run_ray_job() {
     RAY_STEP_PIDS+=(${BACKGROUND_PID:+"$BACKGROUND_PID"})
   done
   build_step "$head" python3 scripts/slurm/wait_for_ray.py --address="$address" --nodes="${#JOB_NODES[@]}" \
-    --gpus=$((${#JOB_NODES[@]} * gpus)) --timeout-s="$wait_s"
+    --gpus=$(((${#JOB_NODES[@]} - 1) * gpus + head_gpus)) --timeout-s="$wait_s"
   run_waited "${STEP[@]}" || { stop_ray; die "not every node joined Ray; see $LOG_DIR/ray_*.log"; }
 
   echo "$(date '+%F %T') starting the recipe; its output goes to $LOG_DIR/driver.log"
+  local -a same_node=()
+  if [ -n "$trainer_gpus" ]; then same_node=(TRAINER_GPUS="$trainer_gpus" JUDGE_GPUS="$judge_gpus"); fi
   build_step "$head" env RAY_ADDRESS="$address" ${TRAINER_SHARE[@]+"${TRAINER_SHARE[@]}"} \
-    RAY_CLUSTER_NODES="${#JOB_NODES[@]}" RAY_CLUSTER_GPUS_PER_NODE="$gpus" RUN_DIR="$RUN_DIR" bash "$recipe" "$@"
+    ${same_node[@]+"${same_node[@]}"} RAY_CLUSTER_NODES="${#JOB_NODES[@]}" RAY_CLUSTER_GPUS_PER_NODE="$gpus" \
+    RUN_DIR="$RUN_DIR" bash "$recipe" "$@"
   launch_background "$LOG_DIR/driver.log" "${STEP[@]}"
   DRIVER_PID=$BACKGROUND_PID
   local rc=0

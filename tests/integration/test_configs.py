@@ -73,3 +73,19 @@ def test_rlvr_needs_no_judge_address():
         assert settings_from_config(compose("rlvr")).mode == "rlvr"  # the setting names a judge it never calls
         with pytest.raises(ValueError, match="judge.base_url is required"):
             settings_from_config(compose("arena_live"))  # a run that judges must say where the judge is
+
+
+@pytest.mark.parametrize("setting", ["node8", "paper", "cpu"])
+def test_composing_from_verls_folder_gives_the_config_of_its_package(setting, verl_keys):
+    """The recipes' dry run reads verl's configs from their folder (importing verl costs ~15 s); the trainer reads
+    pkg://verl.trainer.config. Both must give the same config, for every experiment."""
+    from omegaconf import OmegaConf
+
+    from arena_verl.tools.recipe import compose_experiment, verl_config_dir
+
+    assert verl_config_dir() is not None
+    for name in TOP_LEVEL:
+        overrides = [*JUDGE] if name == "arena_ppo" else [f"arena_setting={setting}", *JUDGE]
+        with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
+            as_the_trainer = compose(name, overrides=overrides)
+        assert OmegaConf.to_container(compose_experiment(name, overrides)) == OmegaConf.to_container(as_the_trainer)

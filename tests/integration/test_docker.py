@@ -141,7 +141,10 @@ def test_the_dockerfile_filters_through_the_script_and_checks_the_result():
     assert "nvidia-" not in text.split("COPY docker/constraints.py")[1].split("WORKDIR")[0]  # no inline filter left
     assert "grep" not in text
     assert text.count("pip install --no-cache-dir -c /etc/arena-verl-constraints.txt") == 2  # verl's and ours
-    assert "&& python3 -m pip check \\" in text
+    # pip check of what the image adds, against the base's record made before anything was installed
+    assert "RUN python3 /usr/local/share/arena-verl/pip_check.py snapshot /usr/local/share/arena-verl \\" in text
+    assert "&& python3 /usr/local/share/arena-verl/pip_check.py check /usr/local/share/arena-verl \\" in text
+    assert "python3 -m pip check" not in text  # the whole base image's check would fail on the base's own pins
     assert '&& python3 -I -c "import vllm, verl, arena_verl, transfer_queue" \\' in text
     for name in ("verl", "arena-verl", "transformers", "vllm"):  # the version asserts stay
         assert f"assert v('{name}')" in text
@@ -150,9 +153,10 @@ def test_the_dockerfile_filters_through_the_script_and_checks_the_result():
 def test_the_script_is_copied_before_its_use_and_lies_in_the_build_context():
     text = dockerfile()
     assert text.index("COPY docker/constraints.py") < text.index("/usr/local/share/arena-verl/constraints.py >")
+    assert text.index("COPY docker/pip_check.py") < text.index("pip_check.py snapshot") < text.index("pip install")
     patterns = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()]
     patterns = [p for p in patterns if p and not p.startswith("#")]
-    for path in ("docker/constraints.py", "docker/Dockerfile"):
+    for path in ("docker/constraints.py", "docker/pip_check.py", "docker/Dockerfile"):
         for pattern in patterns:
             bare = pattern.removeprefix("**/")
             assert not (fnmatch.fnmatch(path, pattern) or fnmatch.fnmatch(path, bare)), (path, pattern)
@@ -217,7 +221,7 @@ def test_on_a_gpu_host_it_builds_and_runs_every_check_with_the_gpus(tmp_path):
     runs = calls[1:]
     assert len(runs) == 5
     assert all(call.startswith("docker run --rm --gpus all arena-verl:test ") for call in runs)
-    assert "python3 -m pip check" in runs[0]
+    assert "python3 /usr/local/share/arena-verl/pip_check.py check /usr/local/share/arena-verl" in runs[0]
     assert "python3 -I -c import vllm, verl, arena_verl, transfer_queue" in runs[1]
     assert "python3 -m arena_verl.recipe show --config-name arena_live" in runs[2]
     assert runs[3].endswith(" nvidia-smi")
@@ -240,10 +244,13 @@ def test_on_a_cpu_host_it_says_so_and_skips_the_gpu_checks(tmp_path):
 
 
 def test_a_failed_check_is_named_with_its_output_and_fails_the_run(tmp_path):
-    result, calls = smoke(tmp_path, gpu_host=True, SKIP_BUILD="1", FAKE_DOCKER_FAIL="pip check")
+    result, calls = smoke(tmp_path, gpu_host=True, SKIP_BUILD="1", FAKE_DOCKER_FAIL="pip_check.py")
     assert result.returncode == 1
     assert "FAIL  pip check (exit 3); last lines:" in result.stdout
-    assert "      fake failure of: run --rm --gpus all arena-verl:0.1.0 python3 -m pip check" in result.stdout
+    assert (
+        "      fake failure of: run --rm --gpus all arena-verl:0.1.0 python3 /usr/local/share/arena-verl/pip_check.py "
+        "check /usr/local/share/arena-verl"
+    ) in result.stdout
     assert len(calls) == 5  # the other checks still ran
     assert result.stdout.splitlines()[-1] == "FAIL  summary: 1 failed, 4 passed, 1 skipped (arena-verl:0.1.0)"
 

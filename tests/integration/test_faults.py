@@ -293,21 +293,26 @@ def resumed_run(assets, fault_run):
     run_dir, judge = fault_run["run_dir"], fault_run["judge"]
     first_records = fault_run["attempt"].read_text()
     preempted_after = max(steps_by_number(fault_run["summary"]))
+    # verl saves a step's checkpoint before it logs the step: a SIGTERM that lands between the two leaves the step
+    # trained and saved but not logged, and the rerun rightly resumes after it. The checkpoint says where.
+    resumed_from = int((run_dir / "checkpoints" / "latest_checkpointed_iteration.txt").read_text())
+    assert resumed_from in (preempted_after, preempted_after + 1), (resumed_from, preempted_after)
     judge.set_control()  # the judge of the URL file answers at once again
     summary, attempt = recipe_run(
         "arena_paced",
         run_dir,
         *overrides(run_dir),
-        **recipe_settings(assets, fault_run["url_file"], preempted_after + 2),
+        **recipe_settings(assets, fault_run["url_file"], resumed_from + 2),
     )
-    return summary, attempt, first_records, preempted_after
+    return summary, attempt, first_records, preempted_after, resumed_from
 
 
 def test_after_preemption_the_recipe_resumes_and_trains_no_step_twice(fault_run, resumed_run):
-    summary, attempt, first_records, preempted_after = resumed_run
-    # A new attempt file; the preempted attempt's file is untouched; only the two new steps were trained.
+    summary, attempt, first_records, preempted_after, resumed_from = resumed_run
+    # A new attempt file; the preempted attempt's file is untouched; only the two steps after the checkpoint trained.
     assert attempt != fault_run["attempt"] and fault_run["attempt"].read_text() == first_records
-    assert training_steps(attempt) == [preempted_after + 1, preempted_after + 2]
+    assert training_steps(attempt) == [resumed_from + 1, resumed_from + 2]
+    assert not set(training_steps(attempt)) & set(training_steps(fault_run["attempt"]))
     last_before = steps_by_number(fault_run["summary"])[preempted_after]
     for step in summary["steps"]:
         # Each step's counters hold that step's samples only: nothing of the preempted attempt counted again.
@@ -319,13 +324,13 @@ def test_after_preemption_the_recipe_resumes_and_trains_no_step_twice(fault_run,
     moved = abs(first["actor/entropy"] - last_before["actor/entropy"])
     assert moved > 0.5 and abs(summary["steps"][0]["actor/entropy"] - last_before["actor/entropy"]) < 0.1 * moved
     assert_validation_by_verifier_only(summary)
-    assert (fault_run["run_dir"] / "checkpoints" / f"global_step_{preempted_after + 2}").is_dir()
+    assert (fault_run["run_dir"] / "checkpoints" / f"global_step_{resumed_from + 2}").is_dir()
     assert "arena_paced" in (fault_run["run_dir"] / "commands.log").read_text()
 
 
 def test_evaluation_reads_the_v1_trainers_validation_dumps(assets, fault_run, resumed_run, tmp_path):
     dumped = sorted(int(p.stem) for p in (fault_run["run_dir"] / "validation").glob("*.jsonl"))
-    assert dumped[0] == 0 and dumped[-1] == resumed_run[3] + 2  # before training, and after the last step
+    assert dumped[0] == 0 and dumped[-1] == resumed_run[4] + 2  # before training, and after the last step
     assert_evaluated(evaluate_dumps(fault_run["run_dir"], assets["val"], tmp_path), steps=dumped)
 
 
@@ -357,12 +362,17 @@ def fault_table(fault_run, resumed_run) -> str:
         lost = sum(BATCH * N - len(rollout_scores(fault_run["run_dir"], n)) for n in affected)
         seconds = plan.seen_at[first_clean] - plan.fault(end).fired_at
         lines.append(f"| {title} | {did} | {lost} | {len(affected)} | {first_clean - back} step(s) | {seconds:.0f} s |")
-    summary, attempt, _, preempted_after = resumed_run
+    summary, attempt, _, preempted_after, resumed_from = resumed_run
     twice = set(training_steps(attempt)) & set(training_steps(fault_run["attempt"]))
+    unlogged = (
+        f" (step {resumed_from} was trained and saved before the signal took effect, its metrics not logged)"
+        if resumed_from > preempted_after
+        else ""
+    )
     lines.append(
         f"| trainer SIGTERMed mid-step (the launchers' preemption signal), recipe run again | stopped with rc 143, "
-        f"nothing left running; the rerun resumed from step {preempted_after}'s checkpoint, trained steps "
-        f"{preempted_after + 1}-{preempted_after + 2} (steps trained twice: {len(twice)}) | 0 | 1 | 1 step | "
+        f"nothing left running; the rerun resumed from step {resumed_from}'s checkpoint{unlogged}, trained steps "
+        f"{resumed_from + 1}-{resumed_from + 2} (steps trained twice: {len(twice)}) | 0 | 1 | 1 step | "
         f"{summary['wall_s']:.0f} s (restart included) |"
     )
     return "\n".join(lines)

@@ -2,7 +2,7 @@
 verl's real trainer on CPU through the experiment recipes.
 
     arena-verl experiment --out runs/learning                     # the full grid (hours; resumable)
-    arena-verl experiment --out /tmp/quick --quick                # CI's form: one seed, two arms, three steps
+    arena-verl experiment --out /tmp/quick --quick                # CI's form: one seed, arena_live, three steps
     arena-verl experiment --out runs/learning --arms rlvr,arena_live --seeds 1
     arena-verl experiment --out runs/learning --report-only       # results.json and the report from finished runs
 
@@ -36,7 +36,7 @@ from arena_verl.tools.experiment.results import aggregate
 
 __all__ = ["configure_parser", "run", "QUICK_ARMS"]
 
-QUICK_ARMS = ("rlvr", "arena_live")
+QUICK_ARMS = ("arena_live",)  # one trainer start in CI; the verifier-only arms differ from it by config only
 MAX_SEEDS = 20
 
 
@@ -204,7 +204,10 @@ def _run(args: argparse.Namespace) -> int:
         log(f"results: {out / 'results.json'}" if summary else "no finished run yet")
         return 0
     todo = [r for r in runs if not is_finished(r, out)]
-    log(f"{len(runs)} runs ({len(arms)} arms x {seeds} seeds), {len(runs) - len(todo)} finished, {len(todo)} to run")
+    log(
+        f"{_count(len(runs), 'run')} ({_count(len(arms), 'arm')} x {_count(seeds, 'seed')}), "
+        f"{len(runs) - len(todo)} finished, {len(todo)} to run"
+    )
     failed = []
     durations = [
         json.loads((r.folder(out) / "result.json").read_text()).get("wall_s", 0.0) for r in runs if is_finished(r, out)
@@ -231,3 +234,7 @@ def _run(args: argparse.Namespace) -> int:
         log(f"{len(failed)} run(s) failed: {', '.join(f'{r.arm.name} seed {r.seed}' for r in failed)}; rerun to retry")
         return 1
     return 0
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"

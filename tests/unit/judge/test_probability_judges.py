@@ -181,6 +181,8 @@ class LogprobServer:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 owner.bodies.append(body)
                 answer = owner.answers.pop(0)
+                if callable(answer):  # an answer made from the request (the label ids it asks for)
+                    answer = answer(body)
                 if isinstance(answer, tuple):  # (status, text)
                     self.send_response(answer[0])
                     payload = answer[1].encode()
@@ -266,7 +268,12 @@ def test_openai_pointwise_reads_after_the_zero(logprob_server):
 def test_openai_asks_for_the_label_ids_with_a_tokenizer_and_stops_when_refused(logprob_server, tmp_path):
     tokenizer = str(build_toy_tokenizer(tmp_path / "tok"))
     refusal = (400, '{"error": "unknown field logprob_token_ids"}')
-    server = logprob_server([[("A", 1.0)], refusal, [("B", 1.0)], [("B", 1.0)]])
+
+    def every_label_asked(body):  # a server that honours logprob_token_ids lists every token asked for
+        texts = [judge.vocabulary.texts[i] for i in body["logprob_token_ids"]]
+        return [("A", 1.0)] + [(text, 0.0) for text in texts if text != "A"]
+
+    server = logprob_server([every_label_asked, refusal, [("B", 1.0)], [("B", 1.0)]])
     judge = served(server.url, tokenizer=tokenizer)
 
     async def three(j):
