@@ -70,8 +70,10 @@ class ArenaRewardManager(RewardManagerBase):
 
     def __init__(self, config, tokenizer, compute_score=None, reward_router_address=None, reward_model_tokenizer=None,
                  **kwargs):  # fmt: skip
-        super().__init__(config, tokenizer, compute_score)
-        self.settings: ArenaSettings = _with_verl_router(settings_from_config(config), config, reward_router_address)
+        settings = settings_from_config(config)  # read once: the class state below comes from the same reading
+        type(self)._init_verifier(settings)
+        super().__init__(config, tokenizer, compute_score)  # verl's init_class: already done by the line above
+        self.settings: ArenaSettings = _with_verl_router(settings, config, reward_router_address)
         check_judge_templates(self.settings.judge)  # here, not in the referee actor where every group would fall back
         # rlvr: the referee counts the groups for the tracker (log_metrics) and for DAPO's bound on generation
         # batches, whose warnings and error say how many groups of the step were kept (arena_verl.verl_edge.dapo_bound).
@@ -89,9 +91,14 @@ class ArenaRewardManager(RewardManagerBase):
 
     @classmethod
     def init_class(cls, config, tokenizer):
+        if not cls._class_initialized:
+            cls._init_verifier(settings_from_config(config))
+
+    @classmethod
+    def _init_verifier(cls, settings: ArenaSettings) -> None:
+        """The process's verifier pool, shared by the manager's instances (verl's class state)."""
         if cls._class_initialized:
             return
-        settings = settings_from_config(config)
         cls._verifier = MathVerifier(
             timeout_s=settings.verifier_timeout_s,
             num_workers=settings.verifier_workers,

@@ -16,16 +16,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena_verl.core.names import (
-    DEFAULT_STRATEGY,
     DIVERSITY_TOL,
     EXTRACTION_MODES,
     FAILURE_POLICIES,
+    FIXED_COUNT_STRATEGIES,
     JUDGE_BACKENDS,
     MODES,
     PROBABILITY_READS_PER_VERDICT,
     STRATEGIES,
     VERDICT_MODES,
+    default_strategy,
 )
+from arena_verl.core.options import RefereeOptions, TournamentOptions
+from arena_verl.core.referee.admission import pool_share
 from arena_verl.core.sources import MATH_SOURCES, MULTIPLE_CHOICE_SOURCES
 
 __all__ = [
@@ -37,6 +40,8 @@ __all__ = [
     "settings_from_config",
     "config_value",
     "limit_contradictions",
+    "referee_options",
+    "tournament_options",
 ]
 
 _DAY_S = 86_400.0
@@ -137,16 +142,19 @@ class ArenaSettings:
     diversity_tol: float = DIVERSITY_TOL  # verifier rewards closer than this count as equal
     reward_scale: float = 0.5  # reward = verifier + scale * (sigmoid(theta - mean) - 0.5); in (0, 1)
     allow_reward_scale_above_one: bool = False  # opt-in: scale >= 1 lets a routed wrong trace outrank a right one
-    l2: float = 0.1
-    order_effect: bool = False
-    two_sided: bool = False
-    mirror_augment: bool = False
-    on_judge_failure: str = "tie"
-    prefix_aware: bool = False  # a batch's shared trace shown first in all its calls (prefix cache; docs/config.md)
+    # The tournament's keys: their defaults are the core's (TournamentOptions), written once.
+    l2: float = TournamentOptions.l2
+    order_effect: bool = TournamentOptions.order_effect
+    two_sided: bool = TournamentOptions.two_sided
+    mirror_augment: bool = TournamentOptions.mirror_augment
+    on_judge_failure: str = TournamentOptions.on_failure
+    # a batch's shared trace shown first in all its calls (prefix cache; docs/config.md)
+    prefix_aware: bool = TournamentOptions.prefix_aware
     speculative: bool = True  # start the live tournament while every verifier reward so far agrees
-    wait_for_verdicts: bool = False  # hold an arrival until earlier matches have verdicts (the paper's live rule)
-    final_calls: int = 3  # paced: opponents of the last arrival, judged in one round
-    pace: float = 3.0  # paced: how late the budget is spent while the group arrives (larger: later)
+    # hold an arrival until earlier matches have verdicts (the paper's live rule)
+    wait_for_verdicts: bool = TournamentOptions.wait_for_verdicts
+    final_calls: int = TournamentOptions.final_calls  # paced: opponents of the last arrival, judged in one round
+    pace: float = TournamentOptions.pace  # paced: how late the budget is spent while the group arrives (larger: later)
     completion_grace: float | None = None  # judge-call latencies a complete group waits for verdicts; None: all
     group_deadline_s: float = 900.0  # from a group's first sample; then verifier rewards (counted fallback)
     # From group completion; then verifier rewards (counted fallback). None: what the judge needs (one call with its
@@ -168,7 +176,7 @@ class ArenaSettings:
 
     def __post_init__(self):
         if self.strategy is None:
-            object.__setattr__(self, "strategy", DEFAULT_STRATEGY.get(self.mode, "live"))
+            object.__setattr__(self, "strategy", default_strategy(self.mode))
         if self.tournament_timeout_s is None:
             object.__setattr__(self, "tournament_timeout_s", default_tournament_timeout_s(self))
 
@@ -216,7 +224,7 @@ def validate(settings: ArenaSettings) -> None:
     if settings.group_size < 1:
         raise ValueError(f"{_PREFIX}.group_size must be >= 1, got {settings.group_size}")
     if settings.budget is not None:
-        if settings.strategy in ("live", "round_robin"):
+        if settings.strategy in FIXED_COUNT_STRATEGIES:
             raise ValueError(f"{_PREFIX}.budget applies to the budgeted strategies, not {settings.strategy!r}")
         needed = (settings.group_size - 1) * (2 if settings.two_sided else 1)
         if settings.budget < needed:
@@ -251,6 +259,31 @@ def validate(settings: ArenaSettings) -> None:
     contradictions = limit_contradictions(settings)
     if contradictions:
         raise ContradictoryLimits(contradictions)
+
+
+def tournament_options(settings: ArenaSettings, **changes: Any) -> TournamentOptions:
+    """The tournament's keys of ``settings`` as the core's type, with ``changes`` applied on top."""
+    names = [f.name for f in dataclasses.fields(TournamentOptions) if f.name != "on_failure"]
+    values = {name: getattr(settings, name) for name in names}
+    return dataclasses.replace(TournamentOptions(**values, on_failure=settings.on_judge_failure), **changes)
+
+
+def referee_options(settings: ArenaSettings) -> RefereeOptions:
+    """What the referee reads of ``settings``, as the core's type (built once, where the settings are read)."""
+    return RefereeOptions(
+        mode=settings.mode,
+        group_size=settings.group_size,
+        diversity_tol=settings.diversity_tol,
+        speculative=settings.speculative,
+        group_deadline_s=settings.group_deadline_s,
+        tournament_timeout_s=settings.tournament_timeout_s,
+        completion_grace=settings.completion_grace,
+        reward_scale=settings.reward_scale,
+        advantage_norm_by_std=settings.advantage_norm_by_std is not False,
+        call_budget_s=settings.judge.call_budget_s,
+        judge_slots=pool_share(settings.judge.max_concurrency, settings.num_referees),
+        tournament=tournament_options(settings),
+    )
 
 
 class ContradictoryLimits(ValueError):

@@ -12,7 +12,7 @@ import ray
 from arena_verl.core.referee import Referee, Submission, Verdict, group_key
 from arena_verl.judge import make_judge
 from arena_verl.judge.base import JudgeStats
-from arena_verl.settings import ArenaSettings
+from arena_verl.settings import ArenaSettings, referee_options
 
 __all__ = ["RefereeActor", "referee_handle", "forget_referee"]
 
@@ -27,7 +27,7 @@ class RefereeActor:
     def __init__(self, settings: ArenaSettings):
         # rlvr: the referee only counts groups (what the arena would route); no judge is built or called.
         judge = make_judge(settings.judge) if settings.uses_judge else _NoJudge()
-        self.referee = Referee(settings, judge)
+        self.referee = Referee(referee_options(settings), judge)
         # Which life of the named actor this is: Ray restarts a dead referee under the same name with fresh counters,
         # and the tracker must start its differences again rather than read a drop (or a smaller rise) as counts.
         self.started_at = time.time()

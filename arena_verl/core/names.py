@@ -11,7 +11,9 @@ verified and which judge template it gets.
 __all__ = [
     "MODES",
     "DEFAULT_STRATEGY",
+    "default_strategy",
     "STRATEGIES",
+    "FIXED_COUNT_STRATEGIES",
     "FAILURE_POLICIES",
     "EXTRACTION_MODES",
     "JUDGE_BACKENDS",
@@ -35,7 +37,16 @@ __all__ = [
 MODES = ("rlvr", "pointwise", "tournament_all", "adaptive_pointwise", "arena")
 # The strategy of a mode when reward.arena.strategy is null: the paper's ArenaRL baseline is a full round robin.
 DEFAULT_STRATEGY = {"tournament_all": "round_robin", "arena": "live"}
+
+
+def default_strategy(mode: str) -> str:
+    """The schedule a mode uses when reward.arena.strategy is null (live where the mode has none of its own)."""
+    return DEFAULT_STRATEGY.get(mode, "live")
+
+
 STRATEGIES = ("round_robin", "live", "random", "info_gain", "paced")
+# Strategies whose call count is fixed by the group size (no budget); the others spend a budget of calls.
+FIXED_COUNT_STRATEGIES = ("round_robin", "live")
 FAILURE_POLICIES = ("tie", "drop")  # what a failed judge call becomes in the fit
 EXTRACTION_MODES = ("boxed", "lenient")  # reward.arena.answer_extraction
 JUDGE_BACKENDS = ("simulated", "transformers", "openai", "vllm", "python")

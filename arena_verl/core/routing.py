@@ -9,7 +9,15 @@ import numpy as np
 from arena_verl.core.names import ROUTE_POINTWISE, ROUTE_TOURNAMENT, ROUTE_VERIFIER
 from arena_verl.core.tournament import strengths_to_rewards
 
-__all__ = ["ROUTE_VERIFIER", "ROUTE_TOURNAMENT", "ROUTE_POINTWISE", "is_uniform", "decide_route", "pointwise_reward"]
+__all__ = [
+    "ROUTE_VERIFIER",
+    "ROUTE_TOURNAMENT",
+    "ROUTE_POINTWISE",
+    "is_uniform",
+    "decide_route",
+    "route_of",
+    "pointwise_reward",
+]
 
 
 def is_uniform(verifier_rewards: Sequence[float], tol: float) -> bool:
@@ -19,7 +27,12 @@ def is_uniform(verifier_rewards: Sequence[float], tol: float) -> bool:
 
 
 def decide_route(mode: str, verifier_rewards: Sequence[float], tol: float) -> int:
-    """The route of a complete group under ``mode``.
+    """The route of a complete group under ``mode`` (:func:`route_of` its :func:`is_uniform`)."""
+    return route_of(mode, is_uniform(verifier_rewards, tol))
+
+
+def route_of(mode: str, uniform: bool) -> int:
+    """The route of a complete group under ``mode``, given whether its verifier rewards agree.
 
     ============================  ===============  ====================
     mode                          diverse group    non-diverse group
@@ -31,7 +44,6 @@ def decide_route(mode: str, verifier_rewards: Sequence[float], tol: float) -> in
     ``arena``                     verifier         tournament
     ============================  ===============  ====================
     """
-    uniform = is_uniform(verifier_rewards, tol)
     if mode == "rlvr":
         return ROUTE_VERIFIER
     if mode == "pointwise":

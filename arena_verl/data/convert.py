@@ -9,8 +9,9 @@ verl 0.9.1 does not tell a reward manager which samples are validation samples, 
     python -m arena_verl.data convert aime_2024.jsonl --output aime2024.parquet --data-source aime2024 --split test
 
 ``convert`` reads the file with the question/answer reader the benchmark presets use (:mod:`arena_verl.data.qa`):
-answers are kept exactly as written (``"033"``, ``0.50``, a 30-digit integer) and a row without a question or an
-answer is refused.
+answers are kept exactly as written (``"033"``, ``0.50``, a 30-digit integer); a row without a question or an
+answer is refused, and so is a question asked twice with different answers (naming both rows: keep one answer per
+question; the same question with the same answer is kept twice).
 
 Bad input to any of them (a missing, unreadable or non-parquet file, a directory given as a file, a missing column, an
 empty question, an ``extra_info`` that is not a mapping, ``--rows`` outside 1..MAX_ROWS, an empty ``--split``, an
@@ -26,7 +27,7 @@ import sys
 from pathlib import Path
 
 from arena_verl.core.errors import InputError, guarded
-from arena_verl.data.qa import DataError, is_missing, question_answers, read_parquet, read_rows
+from arena_verl.data.qa import DataError, is_missing, question_answers, read_parquet, read_rows, refuse_contradictions
 from arena_verl.data.verl_layout import MATH_SUFFIX, label, verl_row, write_frame, write_parquet
 
 __all__ = [
@@ -113,13 +114,16 @@ def convert_qa(
     ``reward_model.ground_truth`` (the answer exactly as written: ``"033"`` and ``0.50`` stay as they are) and
     ``extra_info.split/index``. The file is read by :mod:`arena_verl.data.qa`, as the benchmark presets read theirs:
     a row without a question or an answer (missing, null, empty), or whose answer is a boolean, a list or an object,
-    is a :class:`~arena_verl.data.qa.DataError` naming the file and row. Returns the row count."""
+    and a question asked twice with different answers (a verifier could not know which is right) are a
+    :class:`~arena_verl.data.qa.DataError` naming the file and rows. Returns the row count."""
     data_source, split = label(data_source, "--data-source"), label(split, "--split")
     rows = read_rows(source)
     if not rows:
         raise DataError(f"{source}: no rows")
+    pairs = question_answers(rows, question_key, answer_key)
+    refuse_contradictions(pairs)
     records = []
-    for index, pair in enumerate(question_answers(rows, question_key, answer_key)):
+    for index, pair in enumerate(pairs):
         content = f"{pair.question}\n\n{suffix}" if suffix else pair.question
         records.append(verl_row(data_source, content, pair.answer, split, index, ability))
     write_parquet(records, output, what="--output")
@@ -160,7 +164,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     make.add_argument("--split", default="train")
     make.add_argument("--seed", type=int, default=0, help=">= 0")
     conv = commands.add_parser(
-        "convert", help="a local question/answer file (parquet/jsonl/json/csv) as verl parquet, answers as written"
+        "convert",
+        help="a local question/answer file (parquet/jsonl/json/csv) as verl parquet, answers as written; a question "
+        "asked twice with different answers is refused, naming the rows",
     )
     conv.add_argument("path")
     conv.add_argument("--output", required=True)

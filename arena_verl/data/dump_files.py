@@ -20,6 +20,7 @@ __all__ = [
     "count_lines",
     "find_dump_files",
     "read_jsonl",
+    "read_jsonl_lines",
     "select_steps",
 ]
 
@@ -123,11 +124,17 @@ def select_steps(files: dict[int | None, Path], step: str | int = "latest") -> l
 
 
 def read_jsonl(path: Path) -> list[tuple[int, dict]]:
-    """``(line number, object)`` per non-blank line. Refused, naming the file and line: a file that cannot be read,
-    an empty one, a line that is not UTF-8, not JSON (a torn last line included: the file is refused, not cut), not
-    a JSON object, nested too deeply, or longer than :data:`MAX_LINE_BYTES`."""
+    """``(line number, object)`` per non-blank line (see :func:`read_jsonl_lines`)."""
+    return read_jsonl_lines(path)[0]
+
+
+def read_jsonl_lines(path: Path) -> tuple[list[tuple[int, dict]], list[int]]:
+    """``(line number, object)`` per non-blank line, and the numbers of the blank lines (white space only: skipped,
+    for the tools to count and say). Refused, naming the file and line: a file that cannot be read, an empty one, a
+    line that is not UTF-8, not JSON (a torn last line included: the file is refused, not cut), not a JSON object,
+    nested too deeply, or longer than :data:`MAX_LINE_BYTES`."""
     path = Path(path)
-    lines = []
+    lines, blank = [], []
     with _open(path) as handle:
         number = 0
         while True:
@@ -147,6 +154,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
             except UnicodeDecodeError as exc:
                 raise EvaluationInputError(f"{path} line {number}: not UTF-8 text ({exc.reason})") from None
             if not line.strip():
+                blank.append(number)
                 continue
             try:
                 record = json.loads(line)
@@ -161,4 +169,4 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
             lines.append((number, record))
     if not lines:
         raise EvaluationInputError(f"{path}: empty (no dump lines)")
-    return lines
+    return lines, blank

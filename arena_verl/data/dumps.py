@@ -27,7 +27,10 @@ example. Without parquet files (``--data``) every prompt is math, of the data so
    row keeps its type: verl's legacy trainer writes what JSON cannot hold with ``str()``);
 3. a row whose ground truth differs from the dump's is a *disagreement*: counted
    (:attr:`DumpFile.disagreements`) and reported by every tool (:func:`disagreement_note`: a line on stderr, a
-   count in its JSON output), never a reason to verify against another answer.
+   count in its JSON output), never a reason to verify against another answer;
+4. a prompt whose samples carry different ground truths (lines of one uid with different ``gts``, a generation
+   file's lines of one prompt with different ``ground_truth``) has no known truth: it is left unverified
+   (:attr:`PromptSamples.differing_truths`, said by :func:`differing_truth_note`), never scored against either.
 
 **Plain generation files** (any ``.jsonl`` whose lines have ``response``), for evaluation without the trainer::
 
@@ -44,6 +47,7 @@ from __future__ import annotations
 import json
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +58,7 @@ from arena_verl.data.dump_files import (
     count_lines,
     find_dump_files,
     read_jsonl,
+    read_jsonl_lines,
     select_steps,
 )
 from arena_verl.data.prompt_match import (
@@ -70,6 +75,7 @@ from arena_verl.data.prompt_match import (
 
 __all__ = [
     "NO_DATA_SOURCE",
+    "BlankLines",
     "DumpFile",
     "EvaluationInputError",
     "PromptIndex",
@@ -79,7 +85,10 @@ __all__ = [
     "TruthDisagreement",
     "ValidationRow",
     "DuplicateUid",
+    "blank_line_note",
     "count_lines",
+    "differing_truth_note",
+    "differing_truths",
     "disagreement_note",
     "duplicate_note",
     "find_dump_files",
@@ -119,6 +128,7 @@ class PromptSamples:
     problem: str | None  # the dump's input: the prompt as the policy saw it (None in generation files)
     samples: tuple[Sample, ...]
     conflicting_uids: tuple[str, ...] = ()  # uids of it that occur twice in the file with different samples
+    differing_truths: tuple[Any, ...] = ()  # its samples' ground truths when they are not all the same (else empty)
 
 
 @dataclass(frozen=True)
@@ -143,6 +153,14 @@ class TruthDisagreement:
     row: str  # "file.parquet row 3"
 
 
+@dataclass(frozen=True)
+class BlankLines:
+    """The blank lines of one dump file (skipped: no sample)."""
+
+    path: Path
+    lines: tuple[int, ...]
+
+
 @dataclass
 class DumpFile:
     """One file's prompts, joined (see the module docstring)."""
@@ -156,10 +174,16 @@ class DumpFile:
     lines: int  # lines read (a multi-output session's earlier outputs included)
     line_step: int | None = None  # the first line's ``step``
     duplicates: list[DuplicateUid] = field(default_factory=list)  # lines that repeat a uid of the file
+    blank_lines: tuple[int, ...] = ()  # line numbers of its blank lines (skipped)
 
     @property
     def samples(self) -> list[Sample]:
         return [sample for prompt in self.prompts for sample in prompt.samples]
+
+    @property
+    def blanks(self) -> list[BlankLines]:
+        """Its blank lines, as a list the tools add up over files (empty when it has none)."""
+        return [BlankLines(self.path, self.blank_lines)] if self.blank_lines else []
 
 
 def read_validation_data(paths: list[str | Path]) -> list[ValidationRow]:
@@ -205,14 +229,14 @@ def read_dump_file(
     ``need_data``: a verl dump without ``index`` is an error (else every prompt is math, :data:`NO_DATA_SOURCE`).
     """
     path = Path(path)
-    lines = read_jsonl(path)
+    lines, blank = read_jsonl_lines(path)
     number, first = lines[0]
     step = int(path.stem) if STEP_NAME.fullmatch(path.stem) else None
     value = first.get("step")
     line_step = _step_or_none(value)
     if "response" in first and generations:
         prompts = _generation_prompts(path, lines)
-        return DumpFile(path, step, "generations", prompts, True, [], len(lines), line_step)
+        return DumpFile(path, step, "generations", prompts, True, [], len(lines), line_step, [], tuple(blank))
     if "input" in first and "output" in first:
         if index is None and need_data:
             raise EvaluationInputError(
@@ -221,7 +245,16 @@ def read_dump_file(
         prompts, disagreements, by_uid, duplicates = _dump_prompts(path, lines, index)
         grouped_by = "uid" if by_uid else "prompt"
         return DumpFile(
-            path, step, grouped_by, prompts, index is not None, disagreements, len(lines), line_step, duplicates
+            path,
+            step,
+            grouped_by,
+            prompts,
+            index is not None,
+            disagreements,
+            len(lines),
+            line_step,
+            duplicates,
+            tuple(blank),
         )
     if not generations:
         raise EvaluationInputError(f"{path} line {number}: not a verl dump (no input/output keys)")
@@ -241,6 +274,23 @@ def disagreement_note(disagreements: list[TruthDisagreement]) -> str | None:
         f"dump's gts (what the run scored against), e.g. the prompt of {first.path} line {first.line} has gts "
         f"{short(first.dumped)}, {first.row} has {short(first.parquet)}"
     )
+
+
+def blank_line_note(blanks: list[BlankLines], files_shown: int = 3, lines_shown: int = 5) -> str | None:
+    """One line on the blank lines of the dump files read (None when there are none): how many, and where (the
+    first few files and line numbers)."""
+    if not blanks:
+        return None
+    total = sum(len(blank.lines) for blank in blanks)
+    where = []
+    for blank in blanks[:files_shown]:
+        numbers = ", ".join(str(n) for n in blank.lines[:lines_shown]) + (
+            ", ..." if len(blank.lines) > lines_shown else ""
+        )
+        where.append(f"{blank.path} line{'s' if len(blank.lines) > 1 else ''} {numbers}")
+    if len(blanks) > files_shown:
+        where.append(f"... ({len(blanks)} files)")
+    return f"{total} blank line(s) in the dump skipped (no sample): {'; '.join(where)}"
 
 
 def duplicate_note(duplicates: list[DuplicateUid], differing: str = "the first copy counts") -> str | None:
@@ -292,12 +342,43 @@ def _generation_prompts(path: Path, lines: list[tuple[int, dict]]) -> list[Promp
                 prompt_id=prompt_id,
                 ground_truth=record["ground_truth"],
                 response=record["response"],
-                dumped_score=_number_or_none(record.get("score")),
+                dumped_score=_score_or_none(record.get("score")),
                 dumped_acc=_number_or_none(record.get("acc")),
                 line=number,
             )
         )
-    return [PromptSamples(key, first_of[key], None, tuple(samples)) for key, samples in by_prompt.items()]
+    return [
+        PromptSamples(
+            key, first_of[key], None, tuple(samples), differing_truths=differing_truths(s.ground_truth for s in samples)
+        )
+        for key, samples in by_prompt.items()
+    ]
+
+
+def differing_truths(truths: Iterable[Any]) -> tuple[Any, ...]:
+    """The distinct ground truths of one prompt's samples, in order of appearance, when there are several (a
+    prompt has one truth: which of them is unknown); empty when they are all the same."""
+    distinct: dict[str, Any] = {}
+    for truth in truths:
+        distinct.setdefault(canonical(truth), plain(truth))
+    return tuple(distinct.values()) if len(distinct) > 1 else ()
+
+
+def differing_truth_note(prompts: list[tuple[Path, PromptSamples]]) -> str | None:
+    """One line on the prompts whose samples carry different ground truths, left unverified (None when there are
+    none): how many, and the first few by file, data source, prompt and truths."""
+    if not prompts:
+        return None
+    examples = "; ".join(
+        f"{path} line {prompt.line} ({_one_line(prompt.samples[0].benchmark)}, {_one_line(prompt.key)}): "
+        + ", ".join(short(truth) for truth in prompt.differing_truths)
+        for path, prompt in prompts[:3]
+    )
+    more = f"; ... ({len(prompts)} prompts)" if len(prompts) > 3 else ""
+    return (
+        f"{len(prompts)} prompt(s) whose samples carry different ground truths are left unverified (not scored "
+        f"against either): {examples}{more}"
+    )
 
 
 # ------------------------------------------------------------------------------------------------- verl dumps
@@ -345,13 +426,14 @@ def _dump_prompts(
                 prompt_id=key,
                 ground_truth=truth,
                 response=str(record["output"]),
-                dumped_score=_number_or_none(record.get("score")),
+                dumped_score=_score_or_none(record.get("score")),
                 dumped_acc=_number_or_none(record.get("acc")),
                 line=line_of[id(record)],
             )
             for record in records
         )
-        prompts.append(PromptSamples(key, first, rendered, samples, tuple(conflicting.get(key, ()))))
+        truths = differing_truths(record.get("gts") for record in records)
+        prompts.append(PromptSamples(key, first, rendered, samples, tuple(conflicting.get(key, ())), truths))
     problems = []
     if unmatched:
         number, rendered = unmatched[0]
@@ -422,6 +504,16 @@ def _group_lines(path: Path, lines: list[tuple[int, dict]]) -> tuple[dict[str, l
 
 def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its white space runs (a newline included) as one space: a name inside a one-line message."""
+    return " ".join(str(text).split())
+
+
+def _score_or_none(value: Any) -> float | None:
+    """A reward as a float; a boolean is no reward (JSON's true is not the number 1), None as any other non-number."""
+    return None if isinstance(value, bool) else _number_or_none(value)
 
 
 def _number_or_none(value: Any) -> float | None:

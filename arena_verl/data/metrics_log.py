@@ -4,7 +4,12 @@
     {"rc": int, "steps_completed": int, "wall_s": float,
      "steps": [{every metric logged at that training step, under verl's names, arena/* included}, ...],
      "val": {the last validation's metrics}, "val_history": [{"step": int, metrics...}, ...],
-     "records_skipped": int, "records_skipped_by_reason": {reason: lines}, "metrics_error": str | null}
+     "records_skipped": int, "records_skipped_by_reason": {reason: lines}, "metrics_error": str | null,
+     "metrics_nulled": int, "metrics_nulled_examples": ["step 3 'timing_s/step': NaN", ...]}
+
+The summary is strict JSON: a metric value of a usable record that is not a finite number (NaN, an infinity, a
+string, a boolean, a list or an object) is written as null and counted in ``metrics_nulled`` (the first few, with
+step and key, in ``metrics_nulled_examples``; :func:`nulled_note` says them in one line). A null stays null, uncounted.
 
 Input contract of the reader (:func:`scan_records`): a line that is not a usable record is skipped and counted by
 reason, never a traceback: ``not UTF-8``, ``not JSON`` (a torn last line of a killed run included, and JSON nested
@@ -27,12 +32,22 @@ from typing import Any
 
 from arena_verl.core.errors import InputError
 
-__all__ = ["SKIP_REASONS", "MetricsScan", "logged_step", "scan_records", "read_records", "summarise", "one_line"]
+__all__ = [
+    "SKIP_REASONS",
+    "MetricsScan",
+    "logged_step",
+    "nulled_note",
+    "one_line",
+    "read_records",
+    "scan_records",
+    "summarise",
+]
 
 _VAL_PREFIXES = ("val-", "val/", "validation/")
 STEP_KEY = "training/global_step"
 SKIP_REASONS = ("not UTF-8", "not JSON", "not a record", "bad step")
 MAX_STEP = 2**53  # a step is exact as a float below this
+NULLED_EXAMPLES = 5  # metric values written as null that the summary names
 
 
 @dataclasses.dataclass
@@ -116,20 +131,22 @@ def training_steps(records: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
 
 def summarise(metrics_path: Path, rc: int, wall_s: float) -> dict[str, Any]:
     """The summary of a run; never raises on a bad metrics file (skipped lines are counted, an unreadable file is
-    ``metrics_error``)."""
+    ``metrics_error``), and always strict JSON (metric values that are no finite number are null, counted)."""
     error = None
     try:
         scan = scan_records(metrics_path)
     except InputError as exc:
         scan, error = MetricsScan([], collections.Counter()), str(exc)
+    nulled: list[str] = []
     steps = training_steps(scan.records)
+    ordered = [_strict(steps[s], f"step {s}", nulled) for s in sorted(steps)]
     val_history = []
     for record in scan.records:
         validation = {k: v for k, v in record["data"].items() if k.startswith(_VAL_PREFIXES)}
         if validation:
             step = logged_step(record.get("step"))
-            val_history.append({"step": -1 if step is None else step, **validation})
-    ordered = [steps[s] for s in sorted(steps)]
+            step = -1 if step is None else step
+            val_history.append({"step": step, **_strict(validation, f"validation at step {step}", nulled)})
     return {
         "rc": int(rc),
         "steps_completed": len(ordered),
@@ -140,12 +157,47 @@ def summarise(metrics_path: Path, rc: int, wall_s: float) -> dict[str, Any]:
         "records_skipped": scan.skipped_total,
         "records_skipped_by_reason": {reason: scan.skipped[reason] for reason in SKIP_REASONS if scan.skipped[reason]},
         "metrics_error": error,
+        "metrics_nulled": len(nulled),
+        "metrics_nulled_examples": nulled[:NULLED_EXAMPLES],
     }
+
+
+def _strict(metrics: dict[str, Any], where: str, nulled: list[str]) -> dict[str, Any]:
+    """``metrics`` with every value that is no finite number as None (strict JSON), each one said in ``nulled``."""
+    kept = {}
+    for key, value in metrics.items():
+        if value is not None and not _finite_number(value):
+            nulled.append(f"{where} {key!r}: {_shown(value)}")
+            value = None
+        kept[key] = value
+    return kept
+
+
+def _finite_number(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return isinstance(value, int) or math.isfinite(value)
+
+
+def _shown(value: Any) -> str:
+    """The value as the metrics file wrote it (``NaN``, ``"abc"``), cut short."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def nulled_note(summary: dict[str, Any]) -> str | None:
+    """One line on the metric values written as null (None when there were none)."""
+    count = summary.get("metrics_nulled") or 0
+    if not count:
+        return None
+    examples = "; ".join(summary.get("metrics_nulled_examples") or [])
+    more = f"; ... ({count - NULLED_EXAMPLES} more)" if count > NULLED_EXAMPLES else ""
+    return f"{count} metric value(s) are not finite numbers, written as null in summary.json: {examples}{more}"
 
 
 def one_line(summary: dict[str, Any]) -> str:
     """One line of figures: exit code, steps, time, rewards, arena routing and cost, validation; then the metrics
-    records skipped and an unreadable metrics file, when there were any."""
+    records skipped, the metric values written as null and an unreadable metrics file, when there were any."""
     steps = summary["steps"]
     parts = [f"rc={summary['rc']}", f"steps={summary['steps_completed']}", f"wall={summary['wall_s']:.0f}s"]
     if steps:
@@ -165,6 +217,8 @@ def one_line(summary: dict[str, Any]) -> str:
         reasons = summary.get("records_skipped_by_reason") or {}
         detail = ",".join(f"{reason.replace(' ', '_')}:{n}" for reason, n in reasons.items())
         parts.append(f"records_skipped={summary['records_skipped']}" + (f"({detail})" if detail else ""))
+    if summary.get("metrics_nulled"):
+        parts.append(f"metrics_nulled={summary['metrics_nulled']}")
     if summary.get("metrics_error"):
         parts.append("metrics=unreadable")
     return " ".join(parts)

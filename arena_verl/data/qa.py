@@ -37,6 +37,7 @@ __all__ = [
     "answer_value",
     "as_list",
     "columns_of",
+    "contradiction_error",
     "is_missing",
     "load_json",
     "names",
@@ -44,6 +45,7 @@ __all__ = [
     "question_answers",
     "read_parquet",
     "read_rows",
+    "refuse_contradictions",
     "regular_file",
     "require_columns",
     "row_answer",
@@ -292,6 +294,32 @@ def row_text(row: Row, column: str) -> str:
 
 def row_answer(row: Row, column: str) -> str:
     return answer_value(row.values.get(column), f"{row.where}: {column!r}")
+
+
+def contradiction_error(clashes: list[tuple[str, str, str, str]]) -> DataError:
+    """The error for questions asked twice with different answers: ``(first row, its answer, second row, its
+    answer)`` per clash, the first few named (a verifier could not know which answer is the question's)."""
+    shown = "; ".join(f"{a} ({_short_answer(x)}) and {b} ({_short_answer(y)})" for a, x, b, y in clashes[:3])
+    more = f"; ... ({len(clashes)} in all)" if len(clashes) > 3 else ""
+    return DataError(
+        f"{len(clashes)} question(s) asked twice with different answers: {shown}{more}; keep one answer per question"
+    )
+
+
+def refuse_contradictions(pairs: list[QuestionAnswer]) -> None:
+    """A :class:`DataError` naming the rows when one question text has two different answers."""
+    first: dict[str, QuestionAnswer] = {}
+    clashes = []
+    for pair in pairs:
+        earlier = first.setdefault(pair.question, pair)
+        if earlier.answer != pair.answer:
+            clashes.append((earlier.row.where, earlier.answer, pair.row.where, pair.answer))
+    if clashes:
+        raise contradiction_error(clashes)
+
+
+def _short_answer(value: str, limit: int = 40) -> str:
+    return repr(value if len(value) <= limit else value[: limit - 3] + "...")
 
 
 def question_answers(

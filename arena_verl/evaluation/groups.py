@@ -32,6 +32,7 @@ from arena_verl.core.names import DIVERSITY_TOL
 from arena_verl.core.routing import is_uniform
 from arena_verl.data.dumps import (
     NO_DATA_SOURCE,
+    BlankLines,
     DuplicateUid,
     EvaluationInputError,
     Sample,
@@ -86,6 +87,7 @@ class DumpGroups:
     notes: list[str]
     disagreements: list[TruthDisagreement] = field(default_factory=list)  # parquet ground truth != the dump's
     duplicates: dict[int, list[DuplicateUid]] = field(default_factory=dict)  # step -> lines that repeat a uid
+    blank_lines: list[BlankLines] = field(default_factory=list)  # the blank lines of each file (skipped)
 
 
 def count_dump_lines(dump: str | Path) -> int:
@@ -115,7 +117,7 @@ def read_groups(
     progress : callable, optional
         Called with the number of dump lines each time a chunk of them has been read and verified.
     """
-    groups, notes, grouped_by, disagreements, duplicates = [], [], set(), [], defaultdict(list)
+    groups, notes, grouped_by, disagreements, duplicates, blanks = [], [], set(), [], defaultdict(list), []
     for verified in read_verified(dump, scorer, data=data or (), progress=progress):
         file = verified.file
         grouped_by.add(file.grouped_by)
@@ -124,6 +126,7 @@ def read_groups(
         step = file.step if file.step is not None else file.line_step or 0
         groups += [_group(step, group, file.path) for group in verified.groups]
         disagreements += verified.disagreements
+        blanks += verified.blank_lines
         if file.duplicates:
             duplicates[step] += file.duplicates
     if grouped_by == {"prompt"}:
@@ -134,7 +137,7 @@ def read_groups(
     if not data:
         notes.append("no --data: every group was verified as math (give the training parquet for data sources)")
     notes += _unverified_notes(groups)
-    return DumpGroups(groups, grouped_by.pop(), notes, disagreements, dict(duplicates))
+    return DumpGroups(groups, grouped_by.pop(), notes, disagreements, dict(duplicates), blanks)
 
 
 def _group(step: int, group: VerifiedGroup, path: Path) -> Group:

@@ -15,7 +15,10 @@ sandbox URL (and without ``use_dumped_scores``) is listed as not scored and neve
 read, or whose code the sandbox could not run (unreachable, timed out, an error status, a malformed reply), is not
 verified, never wrong. A benchmark with such a sample gets no number (a figure over the other prompts would be
 another benchmark's, and one over fewer samples of a prompt another n): its row says ``not scored: <why> (S
-sample(s) of P of N prompt(s))`` and counts the statuses, e.g. ``(40 sandbox_unavailable)``; its JSON has
+sample(s) of P of N prompt(s))`` and counts the statuses, e.g. ``(40 sandbox_unavailable)``. Every sample has one
+status (they add up to the benchmark's samples): a sample of a prompt not scored at all has why as its status
+(``no_ground_truth``, ``differing_truths``, ``duplicate_uid``, ``not_scored``: code without a sandbox, an unknown
+kind), and the row, the JSON and the ``warning:`` line count the same unverified samples. Its JSON has
 ``unverified_prompts``, ``unverified_samples`` and ``unverified_reasons`` (reason -> prompts), with
 ``avg_pass_ratio`` null and ``pass_at_k`` empty. Rerun with a working sandbox for the figures.
 
@@ -42,7 +45,7 @@ from arena_verl.data.dumps import EvaluationInputError, PromptSamples, Sample
 from arena_verl.evaluation.pass_at_k import average_pass_ratio, pass_at_k
 from arena_verl.evaluation.scoring import UNVERIFIED_REASONS, Scorer, ScoringOptions, benchmark_kind
 from arena_verl.evaluation.tables import percent, text_table
-from arena_verl.evaluation.verified import NO_GROUND_TRUTH, VerifiedGroup, verify_prompts
+from arena_verl.evaluation.verified import NO_GROUND_TRUTH, UNVERIFIED_STATUSES, VerifiedGroup, verify_prompts
 
 __all__ = [
     "CODE_SOURCES",
@@ -73,7 +76,7 @@ class BenchmarkResult:
     pass_at_k: dict[int, float] = field(default_factory=dict)
     scored_by: str | None = None  # math-verify | multiple-choice | sandbox | dumped score
     not_scored: str | None = None  # why there is no number
-    statuses: dict[str, int] = field(default_factory=dict)  # per-sample scoring outcomes
+    statuses: dict[str, int] = field(default_factory=dict)  # per-sample scoring outcomes; they add up to samples
     notes: list[str] = field(default_factory=list)
     unverified_prompts: int = 0  # prompts with a sample that could not be verified (then no number)
     unverified_samples: int = 0  # those samples (all of a prompt's when it was not scored at all)
@@ -135,7 +138,7 @@ def _benchmark_result(
         raise EvaluationInputError(f"benchmark {name}: pass@{too_big[0]} needs k <= n, but n = {counts.min()}")
     result.notes += [f"pass@{k} skipped: n = {counts.min()} < {k}" for k in too_big]
 
-    result.statuses = dict(sorted(Counter(status for group in groups for status in group.statuses).items()))
+    result.statuses = dict(sorted(Counter(status for group in groups for status in group.sample_statuses).items()))
     unverified = [group for group in groups if group.correct is None]
     if unverified:  # a number over part of the prompts (or samples) would be another benchmark's: withheld
         result.unverified_prompts = len(unverified)
@@ -144,11 +147,12 @@ def _benchmark_result(
         why = [g.unverified_because for g in unverified if g.unverified_because != NO_GROUND_TRUTH]
         if not why:
             result.not_scored = f"not scored: {len(unverified)} prompt(s) without a ground truth"
-        elif why[0] in UNVERIFIED_REASONS.values():  # some samples verified, others could not be
+        elif why[0] in UNVERIFIED_REASONS.values() or not why[0].startswith("not scored"):  # per sample, or the reader
+            reason = why[0] if why[0].startswith("not scored") else f"not scored: {why[0]}"
             result.not_scored = (
-                f"{why[0]} ({result.unverified_samples} sample(s) of {len(unverified)} of {len(groups)} prompt(s))"
+                f"{reason} ({result.unverified_samples} sample(s) of {len(unverified)} of {len(groups)} prompt(s))"
             )
-        else:
+        else:  # the scorer declined the whole kind (code without a sandbox): every sample, said once
             result.not_scored = why[0]
         return result
     result.scored_by = groups[0].scored_by
@@ -169,7 +173,7 @@ def render_table(reports: list[StepReport]) -> str:
     for report in reports:
         for r in report.results:
             note = r.not_scored or r.scored_by or ""
-            troubles = {s: c for s, c in r.statuses.items() if s in ("timeout", "error", *UNVERIFIED_REASONS)}
+            troubles = {s: c for s, c in r.statuses.items() if s in ("timeout", "error", *UNVERIFIED_STATUSES)}
             if troubles:
                 note += " (" + ", ".join(f"{c} {s}" for s, c in troubles.items()) + ")"
             if r.notes:

@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["MISSING", "finite_or_none", "percent", "number", "text_table"]
+__all__ = ["MISSING", "finite_or_none", "percent", "number", "table_cell", "text_table"]
 
 MISSING = "-"
 
@@ -37,11 +37,24 @@ def number(value: Any, digits: int = 3) -> str:
     return MISSING if value is None else f"{value:.{digits}f}"
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "|": "\\|"}
+
+
+def table_cell(value: Any) -> str:
+    """``value`` as one line of a table cell: a newline, tab or other unprintable character (a data source name is
+    anyone's text) is written escaped (``\\n``, ``\\u2028``), and ``|`` as ``\\|`` (the table pastes into markdown),
+    so that each row stays one row."""
+    text = str(value)
+    if text.isprintable() and "|" not in text:
+        return text
+    return "".join(_ESCAPES.get(c) or (c if c.isprintable() else c.encode("unicode_escape").decode()) for c in text)
+
+
 def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, align: str = "left", rule: bool = True) -> str:
     """Columns separated by two spaces, each as wide as its widest cell; ``align`` ``left`` or ``right``; a dashed
     rule under the header. Left-aligned, the last column is free text: not padded, its rule as wide as its header
-    (a note may be long)."""
-    cells = [[str(c) for c in row] for row in rows]
+    (a note may be long). Every cell is one line (:func:`table_cell`)."""
+    cells = [[table_cell(c) for c in row] for row in rows]
     columns = len(header)
     widths = [max([len(header[i]), *(len(row[i]) for row in cells if i < len(row))]) for i in range(columns)]
     pad = str.rjust if align == "right" else str.ljust

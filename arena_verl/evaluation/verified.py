@@ -10,7 +10,8 @@ score`` and the evaluation (``arena-verl evaluate``, ``scripts/eval/evaluate.py`
 2. **joined samples -> verified groups** (:func:`verify_prompts`): each prompt's samples verified by the
    :class:`~arena_verl.evaluation.scoring.Scorer` chosen per data source and kind. A prompt without a ground truth,
    or of a kind the scorer cannot score here (code without a sandbox, an unknown data source), is *unverified*,
-   with the reason: counted as such by the tools, never guessed. So is a prompt with one sample or more the scorer
+   with the reason: counted as such by the tools, never guessed; so is a prompt whose samples carry different
+   ground truths (:data:`DIFFERING_TRUTHS`). So is a prompt with one sample or more the scorer
    could not verify for a reason that is not the model's (``correct`` None per sample, see
    :data:`~arena_verl.evaluation.scoring.UNVERIFIED_REASONS`): a ground truth the verifier cannot read, code the
    sandbox could not run. Its per-sample statuses are kept (:attr:`VerifiedGroup.statuses`), its ``correct`` is
@@ -39,9 +40,13 @@ from arena_verl.evaluation.scoring import UNVERIFIED_REASONS, Scorer, benchmark_
 
 __all__ = [
     "DIFFERING_COPIES",
+    "DIFFERING_TRUTHS",
     "DUPLICATE_UID",
+    "NOT_SCORED",
     "NO_GROUND_TRUTH",
+    "UNSCORED_STATUSES",
     "UNVERIFIED_REASONS",
+    "UNVERIFIED_STATUSES",
     "VerifiedFile",
     "VerifiedGroup",
     "read_verified",
@@ -49,8 +54,18 @@ __all__ = [
 ]
 
 NO_GROUND_TRUTH = "no ground truth (gts) in the dump"
+DIFFERING_TRUTHS = "its samples carry different ground truths (which one is the prompt's is unknown)"
 DIFFERING_COPIES = "their group is unverified"  # what the tools do with a uid whose copies differ
 DUPLICATE_UID = "a uid occurs twice in its step file with different samples (which copy the run trained on is unknown)"
+# The status of each sample of a group that was not scored at all, by why (anything else the scorer declined:
+# NOT_SCORED), so that a group's statuses count every one of its samples.
+UNSCORED_STATUSES = {
+    NO_GROUND_TRUTH: "no_ground_truth",
+    DUPLICATE_UID: "duplicate_uid",
+    DIFFERING_TRUTHS: "differing_truths",
+}
+NOT_SCORED = "not_scored"
+UNVERIFIED_STATUSES = (*UNVERIFIED_REASONS, *UNSCORED_STATUSES.values(), NOT_SCORED)  # a sample's, never verified
 _SCORING_CHUNK = 256  # samples per scorer call: big enough to keep the verifier's workers busy, small for a bar
 
 
@@ -74,6 +89,13 @@ class VerifiedGroup:
         if not self.statuses:
             return len(self.prompt.samples)
         return sum(status in UNVERIFIED_REASONS for status in self.statuses)
+
+    @property
+    def sample_statuses(self) -> tuple[str, ...]:
+        """One status per sample: the scorer's, or for a group not scored at all why (``UNSCORED_STATUSES``)."""
+        if self.statuses or self.correct is not None:
+            return self.statuses
+        return (UNSCORED_STATUSES.get(str(self.unverified_because), NOT_SCORED),) * len(self.prompt.samples)
 
     @property
     def samples(self) -> tuple[Sample, ...]:
@@ -100,6 +122,10 @@ class VerifiedFile:
     @property
     def duplicates(self) -> list:
         return self.file.duplicates  # lines repeating a uid of their step file (DuplicateUid)
+
+    @property
+    def blank_lines(self) -> list:
+        return self.file.blanks  # its blank lines (BlankLines; empty when it has none)
 
 
 def read_verified(
@@ -152,6 +178,8 @@ def verify_prompts(
     for position, prompt in enumerate(prompts):
         if prompt.conflicting_uids:  # two different copies of one sample: which one the run trained on is unknown
             outcome[position] = (None, (), None, DUPLICATE_UID)
+        elif prompt.differing_truths and not scorer.options.use_dumped_scores:
+            outcome[position] = (None, (), None, DIFFERING_TRUTHS)  # scored against either, half would be wrong
         elif prompt.samples[0].ground_truth is None and not scorer.options.use_dumped_scores:
             outcome[position] = (None, (), None, NO_GROUND_TRUTH)  # a verifier would call every answer wrong
         else:

@@ -34,7 +34,7 @@ import numpy as np
 
 from arena_verl import sample_traces
 from arena_verl.core.errors import InputError
-from arena_verl.core.names import DIVERSITY_TOL, MODES, ROUTE_NAMES, STRATEGIES
+from arena_verl.core.names import DIVERSITY_TOL, MODES, ROUTE_NAMES, STRATEGIES, default_strategy
 from arena_verl.core.referee.metrics import NONZERO_ADVANTAGE_TOL
 from arena_verl.core.routing import is_uniform
 from arena_verl.testing.toy import Sample, build_toy_tokenizer, make_batch
@@ -103,7 +103,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "bundled REAL traces (arena_verl/sample_traces, written by a real model through verl's trainer)",
     )
     parser.add_argument("--mode", default="arena", choices=MODES)
-    parser.add_argument("--strategy", default="live", choices=STRATEGIES)
+    parser.add_argument(
+        "--strategy", default=None, choices=STRATEGIES,
+        help="the tournament's schedule (default: the mode's own, as reward.arena.strategy: null gives it; "
+        "round_robin for tournament_all, live otherwise)",
+    )  # fmt: skip
     parser.add_argument(
         "--judge",
         default="simulated",
@@ -186,7 +190,7 @@ def _demo_config(args: argparse.Namespace, judge, tokenizer_path: Path, group_si
                 f"reward.num_workers={args.workers}",
                 "reward.reward_manager.name=arena",
                 f"+reward.arena.mode={args.mode}",
-                f"+reward.arena.strategy={args.strategy}",
+                *([f"+reward.arena.strategy={args.strategy}"] if args.strategy is not None else []),
                 # the bundled traces were scored with the answer extraction of their run
                 f"+reward.arena.answer_extraction={extraction}",
             ],
@@ -239,7 +243,8 @@ def print_report(args: argparse.Namespace, judge, samples: list[Sample], group_s
 
     if judge.backend == "simulated":
         print(SIMULATED_BANNER)
-    print(f"arena-verl demo: mode={args.mode} strategy={args.strategy}, {num_groups} prompts x {group_size} samples")
+    strategy = args.strategy or default_strategy(args.mode)
+    print(f"arena-verl demo: mode={args.mode} strategy={strategy}, {num_groups} prompts x {group_size} samples")
     judge_line = "SIMULATED" if judge.backend == "simulated" else f"{judge.backend} ({judge.model_path})"
     rollout_line = "synthetic text" if args.rollouts == "synthetic" else f"REAL traces by {sample_traces.MODEL}"
     print(f"judge: {judge_line}; rollouts: {rollout_line}")

@@ -6,10 +6,13 @@
 
 Exit status: 0 a report was written (benchmarks that could not be scored are listed as such), 2 the input cannot
 be evaluated, ``--json`` cannot be written (checked before scoring), or a usage error (one line naming the file,
-row, prompt or flag). A benchmark with samples that could not be verified (a ground truth the verifier cannot read,
-code the sandbox could not run: unreachable, timed out, an error status, a malformed reply) gets no number: its row
-says why and how many, its JSON has ``unverified_prompts``, ``unverified_samples`` and ``unverified_reasons``, and
-one ``warning:`` line on stderr names it. See scripts/eval/README.md.
+row, prompt or flag). A benchmark with samples that could not be verified (no ground truth, samples of one prompt
+with different ground truths, a ground truth the verifier cannot read, code without ``--sandbox-url`` or that the
+sandbox could not run: unreachable, timed out, an error status, a malformed reply) gets no number: its row says why
+and how many, its JSON has ``unverified_prompts``, ``unverified_samples`` and ``unverified_reasons``, its
+``statuses`` count every sample, and one ``warning:`` line on stderr names it with the same counts. A prompt whose
+samples carry different ground truths is also named, with its truths, in a ``warning:`` line of its own. See
+scripts/eval/README.md.
 """
 
 from __future__ import annotations
@@ -18,19 +21,26 @@ import argparse
 import os
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from arena_verl.core.errors import EXIT_OK, InputError
-from arena_verl.data.dumps import disagreement_note, duplicate_note, find_dump_files
+from arena_verl.data.dumps import (
+    blank_line_note,
+    differing_truth_note,
+    disagreement_note,
+    duplicate_note,
+    find_dump_files,
+)
 from arena_verl.evaluation.report import (
-    UNVERIFIED_REASONS,
     Scorer,
     StepReport,
     evaluate_groups,
     render_table,
     report_json,
 )
-from arena_verl.evaluation.verified import DIFFERING_COPIES, read_verified
+from arena_verl.evaluation.tables import table_cell
+from arena_verl.evaluation.verified import DIFFERING_COPIES, DIFFERING_TRUTHS, UNVERIFIED_STATUSES, read_verified
 from arena_verl.tools.errors import guarded, write_output
 from arena_verl.tools.options import add_data, add_verification, scoring_options
 
@@ -66,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json is not None:
         check_writable(args.json, what="--json")  # before hours of scoring, not after
         _refuse_an_input_as_output(args)
-    reports, disagreements, duplicates = [], [], []
+    reports, disagreements, duplicates, blanks, differing = [], [], [], [], []
     with Scorer(options) as scorer:
         for verified in read_verified(
             args.dumps, scorer, data=args.data, step=args.step, need_data=True, generations=True
@@ -75,20 +85,29 @@ def run(args: argparse.Namespace) -> int:
             reports.append(StepReport(verified.file.step, str(verified.file.path), results))
             disagreements += verified.disagreements
             duplicates += verified.duplicates
+            blanks += verified.blank_lines
+            differing += [
+                (verified.file.path, g.prompt) for g in verified.groups if g.unverified_because == DIFFERING_TRUTHS
+            ]
     if args.json is not None:  # written before the table: a failed write leaves nothing printed as if done
         extra = {
             "dumps": args.dumps,
             "data": args.data,
             "ground_truth_disagreements": len(disagreements),
             "duplicate_uids": len(duplicates),
+            "differing_truth_prompts": len(differing),
+            "blank_lines": sum(len(blank.lines) for blank in blanks),
         }
         write_output(args.json, report_json(reports, options, extra) + "\n", what="--json")
-    for note in (disagreement_note(disagreements), duplicate_note(duplicates, DIFFERING_COPIES)):
-        if note:
-            print(f"warning: {note}", file=sys.stderr)
-    unverified = unverified_note(reports)
-    if unverified:
-        print(f"warning: {unverified}", file=sys.stderr)
+    notes = (
+        disagreement_note(disagreements),
+        duplicate_note(duplicates, DIFFERING_COPIES),
+        blank_line_note(blanks),
+        differing_truth_note(differing),
+        unverified_note(reports),
+    )
+    for note in filter(None, notes):
+        print(f"warning: {note}", file=sys.stderr)
     print(render_table(reports))
     return EXIT_OK
 
@@ -116,21 +135,22 @@ def check_writable(path: Path, what: str) -> None:
 
 
 def unverified_note(reports: list[StepReport]) -> str | None:
-    """One line on the samples that could not be verified (an unreadable ground truth, code the sandbox could not
-    run), whose benchmarks get no number; None when there are none."""
-    counts = {
-        (report.step, r.benchmark): sum(r.statuses.get(status, 0) for status in UNVERIFIED_REASONS)
-        for report in reports
-        for r in report.results
-    }
-    withheld = {key: count for key, count in counts.items() if count}
+    """One line on the samples that could not be verified (no ground truth, several, one the verifier cannot read,
+    code the sandbox could not run or without a sandbox), whose benchmarks get no number; None when there are none.
+    The counts are the statuses the rows and the JSON show."""
+    withheld: Counter = Counter()
+    names = set()
+    for r in (r for report in reports for r in report.results):
+        mine = {status: r.statuses[status] for status in UNVERIFIED_STATUSES if r.statuses.get(status)}
+        if mine:
+            withheld.update(mine)
+            names.add(table_cell(r.benchmark))  # one line, whatever the data source's name holds
     if not withheld:
         return None
-    names = ", ".join(sorted({benchmark for _, benchmark in withheld}))
+    why = ", ".join(f"{count} {status}" for status, count in sorted(withheld.items()))
     return (
-        f"{sum(withheld.values())} sample(s) of {names} could not be verified (a ground truth the verifier cannot "
-        "read, or code the sandbox could not run): never counted as wrong, their benchmarks get no number (see "
-        "their rows)"
+        f"{sum(withheld.values())} sample(s) of {', '.join(sorted(names))} could not be verified ({why}): never "
+        "counted as wrong, their benchmarks get no number (see their rows)"
     )
 
 

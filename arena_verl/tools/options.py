@@ -4,6 +4,7 @@ each (from :class:`~arena_verl.settings.ArenaSettings` where a setting exists), 
 from __future__ import annotations
 
 import argparse
+from urllib.parse import urlsplit
 
 from arena_verl.core.errors import InputError
 from arena_verl.evaluation.scoring import ScoringOptions
@@ -16,6 +17,8 @@ __all__ = [
     "add_sandbox_url",
     "add_verification",
     "add_workers",
+    "check_sandbox_url",
+    "check_verification",
     "check_workers",
     "scoring_options",
 ]
@@ -68,9 +71,31 @@ def check_workers(args: argparse.Namespace) -> None:
         raise InputError(f"--workers must be >= 1, got {args.workers}")
 
 
+def check_sandbox_url(args: argparse.Namespace) -> None:
+    """``--sandbox-url``, when given, is an http(s) URL with a host: a typo would otherwise surface as every code
+    sample ``sandbox_unavailable``, after the whole dump was read."""
+    url = args.sandbox_url
+    if url is None:
+        return
+    try:
+        parts = urlsplit(url)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port is None or parts.port > 0)
+    except ValueError:  # a bad port or IPv6 literal
+        valid = False
+    if not valid or any(c.isspace() for c in url):
+        raise InputError(f"--sandbox-url {url!r}: not an http(s) URL with a host, e.g. http://sandbox:8080/run_code")
+
+
+def check_verification(args: argparse.Namespace) -> None:
+    """The shared verification flags (``--workers``, ``--sandbox-url``), checked with a command's other options:
+    before any output file is opened."""
+    check_workers(args)
+    check_sandbox_url(args)
+
+
 def scoring_options(args: argparse.Namespace, **changes) -> ScoringOptions:
     """The scorer's options from the shared flags (``changes``: a command's own, e.g. ``use_dumped_scores``)."""
-    check_workers(args)
+    check_verification(args)
     return ScoringOptions(
         sandbox_url=args.sandbox_url, answer_extraction=args.answer_extraction, workers=args.workers, **changes
     )

@@ -6,7 +6,10 @@
     python scripts/data/prepare.py livecodebench_v6 lcb/test*.jsonl --output data/lcb_v6.parquet --since 2025-02-01
     python scripts/data/prepare.py train_mix dapo-math-17k.parquet --output data/train.parquet
 
-Nothing is downloaded. Bad input ends with one line naming the file, row and column, and exit code 2.
+Nothing is downloaded. Bad input ends with one line naming the file, row and column, and exit code 2; so does a
+question (a prompt) given twice with different answers, naming both rows (refused, not dropped: which answer is right
+is for you to decide), and an option of another preset (--since or --public-tests-only for any preset but
+livecodebench_v6, --reprompt for any but train_mix), naming the preset.
 See scripts/data/README.md and arena_verl/data/benchmarks/.
 """
 

@@ -275,21 +275,19 @@ def _data_sources(path: str) -> set[str]:
 
 
 def judge_calls_per_group(settings) -> int:
-    """Judge calls one routed group costs under ``settings`` (the schedule's count, both orders if two-sided)."""
-    from arena_verl.core.tournament.schedulers import live_call_count, round_robin_call_count
+    """Judge calls one routed group costs under ``settings``: one a trace for the pointwise modes, none for rlvr, and
+    for a tournament what the runner's own schedule makes (:func:`~arena_verl.core.tournament.planned_calls`: both
+    orders with two_sided, within the budget for the budgeted strategies)."""
+    from arena_verl.core.tournament import planned_calls
 
-    n = settings.group_size
     if settings.mode in ("pointwise", "adaptive_pointwise"):
-        return n
+        return settings.group_size
     if settings.mode == "rlvr":
         return 0
-    if settings.strategy == "round_robin":
-        pairs = round_robin_call_count(n)
-    elif settings.strategy == "live":
-        pairs = live_call_count(n)
-    else:
-        pairs = settings.budget if settings.budget is not None else live_call_count(n)
-    return pairs * (2 if settings.two_sided else 1)
+    return planned_calls(
+        settings.group_size, settings.strategy, settings.budget, two_sided=settings.two_sided,
+        final_calls=settings.final_calls, pace=settings.pace, l2=settings.l2, order_effect=settings.order_effect,
+    )  # fmt: skip
 
 
 def judge_load_lines(config) -> list[str]:

@@ -12,7 +12,10 @@ written (or is one of the files read) is one ``error:`` line and exit 2, with no
 before the tables). A line that is no usable record (not UTF-8, not JSON, a torn last line, not an object with a
 ``data`` object, a step not a whole number 0 <= step < 2**53: null, infinite, negative, 2.5, a string) is skipped and
 counted: a ``(N metrics records skipped: reason: n, ...)`` line under the run's table, and ``records_skipped`` and
-``records_skipped_by_reason`` per run in ``--json``. A metric that is not a finite number is ``-`` (null in JSON).
+``records_skipped_by_reason`` per run in ``--json``. A metric that is not a finite number is ``-`` (null in JSON). A
+step logged more than once (a resumed attempt logs it again, or one file holds it twice) keeps its last record and is
+counted: one ``warning:`` line per run naming the steps, and ``duplicate_steps`` (the steps) and
+``duplicate_records`` (the records not kept) per run in ``--json``.
 """
 
 from __future__ import annotations
@@ -21,15 +24,16 @@ import argparse
 import collections
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 from arena_verl.core.errors import InputError
-from arena_verl.data.metrics_log import SKIP_REASONS, scan_records, training_steps
+from arena_verl.data.metrics_log import SKIP_REASONS, STEP_KEY, logged_step, scan_records, training_steps
 from arena_verl.evaluation.tables import finite_or_none, text_table
 from arena_verl.tools.errors import guarded, write_output
 
-__all__ = ["COLUMNS", "RunSteps", "read_run", "step_rows", "run_means", "format_table"]
+__all__ = ["COLUMNS", "RunSteps", "duplicate_note", "read_run", "step_rows", "run_means", "format_table"]
 
 # (column, verl/arena metric) in print order.
 COLUMNS = (
@@ -61,11 +65,13 @@ def metrics_files(path: Path) -> list[Path]:
 
 @dataclasses.dataclass
 class RunSteps:
-    """One row per logged training step of a run, the files read and the records skipped, by reason."""
+    """One row per logged training step of a run, the files read, the records skipped, by reason, and the steps
+    logged more than once (step: records; the last one is the row)."""
 
     rows: list[dict[str, float | None]]
     files: list[Path]
     skipped: collections.Counter
+    repeated: dict[int, int] = dataclasses.field(default_factory=dict)
 
     @property
     def skipped_total(self) -> int:
@@ -83,14 +89,29 @@ def read_run(path: Path) -> RunSteps:
         )
     steps: dict[int, dict] = {}
     skipped: collections.Counter = collections.Counter()
+    logged: collections.Counter = collections.Counter()  # records per training step, over every attempt
     for metrics in files:
         scan = scan_records(metrics)
         skipped.update(scan.skipped)
+        logged.update(logged_step(r["data"][STEP_KEY]) for r in scan.records if STEP_KEY in r["data"])
         steps.update(training_steps(scan.records))
     rows = [{column: _finite(steps[s].get(key)) for column, key in COLUMNS} for s in sorted(steps)]
     for row, step in zip(rows, sorted(steps)):
         row["step"] = float(step)  # the validated step (training_steps' key), never a value float() misreads
-    return RunSteps(rows, files, skipped)
+    repeated = {step: count for step, count in sorted(logged.items()) if count > 1}
+    return RunSteps(rows, files, skipped, repeated)
+
+
+def duplicate_note(run: str, repeated: dict[int, int], shown: int = 10) -> str | None:
+    """One line on the steps of ``run`` logged more than once (None when there are none)."""
+    if not repeated:
+        return None
+    steps = ", ".join(str(step) for step in list(repeated)[:shown]) + (", ..." if len(repeated) > shown else "")
+    extra = sum(repeated.values()) - len(repeated)
+    return (
+        f"{run}: {len(repeated)} step(s) logged more than once (step {steps}; {extra} earlier record(s) not used): "
+        "the last record of each step is kept"
+    )
 
 
 def step_rows(path: Path) -> list[dict[str, float | None]]:
@@ -144,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Read every run (bad input: InputError, exit 2), write ``--json`` (before any table: an unwritable place is
     exit 2 with nothing printed), then print the tables."""
-    report, inputs = {}, set()
+    report, inputs, warnings = {}, set(), []
     for run in args.runs:
         steps = read_run(Path(run))
         inputs.update(f.resolve() for f in steps.files)
@@ -153,11 +174,18 @@ def run(args: argparse.Namespace) -> int:
             "means": run_means(steps.rows),
             "records_skipped": steps.skipped_total,
             "records_skipped_by_reason": {r: steps.skipped[r] for r in SKIP_REASONS if steps.skipped[r]},
+            "duplicate_steps": list(steps.repeated),
+            "duplicate_records": sum(steps.repeated.values()) - len(steps.repeated),
         }
+        note = duplicate_note(run, steps.repeated)
+        if note:
+            warnings.append(note)
     if args.json:
         if Path(args.json).resolve() in inputs:
             raise InputError(f"--json {args.json}: is one of the metrics files read; give another path")
         write_output(args.json, json.dumps(report, indent=2), what="--json")
+    for note in warnings:
+        print(f"warning: {note}", file=sys.stderr)
     columns = [c for c, _ in COLUMNS]
     for run, data in report.items():
         print(f"# {run}")

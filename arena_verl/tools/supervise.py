@@ -10,7 +10,8 @@ every one of them is terminated, then killed (SIGINT, SIGTERM and SIGHUP of this
 SIGKILL cannot be handled). A Ray cluster the command merely connected to (``RAY_ADDRESS``) is not a descendant and is
 left alone. Writes ``OUT_DIR/summary.json`` (see :mod:`arena_verl.data.metrics_log`) and prints one line, whatever
 the metrics file holds (records that are no usable record are skipped and counted: ``records_skipped``,
-``records_skipped_by_reason``, and ``records_skipped=N`` in the line; an unreadable file is ``metrics_error``), and
+``records_skipped_by_reason``, and ``records_skipped=N`` in the line; an unreadable file is ``metrics_error``; a
+metric value that is no finite number is null, counted in ``metrics_nulled`` and said in one ``warning:`` line), and
 exits with the command's status. A bad ``--timeout`` (not finite, <= 0), no command or an ``--out`` that cannot be
 written is one ``error:`` line and exit 2 before anything starts.
 """
@@ -31,7 +32,7 @@ import time
 from pathlib import Path
 
 from arena_verl.core.errors import EXIT_BAD_INPUT, InputError
-from arena_verl.data.metrics_log import one_line, summarise
+from arena_verl.data.metrics_log import nulled_note, one_line, summarise
 from arena_verl.tools.errors import guarded, write_output
 
 __all__ = ["run_supervised", "reap_descendants"]
@@ -200,12 +201,16 @@ def run(args: argparse.Namespace) -> int:
     summary = summarise(args.metrics, rc=rc, wall_s=wall)
     summary["processes_reaped"] = reaped
     try:
-        write_output(args.out / "summary.json", json.dumps(summary, indent=1, default=float) + "\n", what="summary")
+        text = json.dumps(summary, indent=1, allow_nan=False) + "\n"  # strict JSON: bad values are null already
+        write_output(args.out / "summary.json", text, what="summary")
     except InputError as exc:
         print(f"{args.label}: {one_line(summary)}", flush=True)
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr, flush=True)
         return rc or EXIT_BAD_INPUT
     print(f"{args.label}: {one_line(summary)}  -> {args.out / 'summary.json'}", flush=True)
+    nulled = nulled_note(summary)
+    if nulled:
+        print(f"warning: {nulled}", file=sys.stderr, flush=True)
     if start_error:
         raise InputError(start_error)
     return rc

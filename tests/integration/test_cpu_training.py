@@ -32,6 +32,7 @@ def assets(tmp_path_factory):
     return build_assets(tmp_path_factory.mktemp("cpu_training"))
 
 
+@pytest.mark.long  # a fifth trainer start: the long tier (pytest -m long)
 def test_legacy_trainer_with_sharded_referees_keeps_the_rollout_in_sync(assets, tmp_path):
     summary = cpu_smoke(
         tmp_path / "legacy", assets, "reward.num_workers=2", "reward.arena.num_referees=2",

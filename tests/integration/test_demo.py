@@ -3,6 +3,8 @@
 import subprocess
 import sys
 
+import pytest
+
 
 def test_cpu_demo_runs_and_routes_non_diverse_groups():
     out = subprocess.run(
@@ -18,6 +20,7 @@ def test_cpu_demo_runs_and_routes_non_diverse_groups():
     assert "samples with zero GRPO advantage: 0%" in text
 
 
+@pytest.mark.long  # a second Ray start for the demo: the long tier (pytest -m long)
 def test_demo_on_the_bundled_real_traces_says_its_judge_is_simulated():
     from arena_verl import sample_traces
 
@@ -33,3 +36,22 @@ def test_demo_on_the_bundled_real_traces_says_its_judge_is_simulated():
     assert f"REAL traces by {sample_traces.MODEL}" in text
     assert "6 prompts x 8 samples" in text
     assert "samples with zero GRPO advantage: 0%" in text  # non-diverse real groups were all spread by the tournament
+
+
+def test_demo_modes_get_their_own_schedule_unless_one_is_named(tmp_path):
+    """`--mode tournament_all` is ArenaRL's full round robin (the mode's default), as reward.arena.strategy: null
+    gives it; it always ran `live` before. A named --strategy still wins."""
+    import argparse
+
+    from arena_verl.judge.spec import judge_settings_from_spec
+    from arena_verl.settings import settings_from_config
+    from arena_verl.tools.demo import _demo_config, configure_parser
+
+    parser = argparse.ArgumentParser()
+    configure_parser(parser)
+    judge = judge_settings_from_spec("simulated")
+    for argv, expected in ((["--mode", "tournament_all"], "round_robin"), (["--mode", "arena"], "live"),
+                           (["--mode", "tournament_all", "--strategy", "live"], "live")):  # fmt: skip
+        args = parser.parse_args(argv)
+        config = _demo_config(args, judge, tmp_path, 8)
+        assert settings_from_config(config).strategy == expected, argv

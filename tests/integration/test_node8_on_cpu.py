@@ -23,6 +23,7 @@ from helpers.config_keys import leaves
 from helpers.cpu_runs import JUDGE_KEY, assert_rollout_in_sync, recipe_run, training_steps
 from helpers.loopback_judge import LoopbackJudge
 
+pytestmark = pytest.mark.long  # a trainer start beyond CI's four: the long tier (pytest -m long)
 BATCH, N = 2, 8  # node8_cpu.yaml's prompts a step; node8's rollout.n, kept
 LIVE_CALLS = 1 + 2 + 3 * (N - 3)  # the live tournament of 8: 18 calls a routed group
 # The keys the CPU run changes, and why (docs/cluster.md lists the same): only a GPU can honour these ...

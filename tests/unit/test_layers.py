@@ -1,6 +1,7 @@
 """The package's import rule (docs/architecture.md): a module imports only its own layer and the layers below it, and
 the pure layers (core, settings) import none of the heavy frameworks. An AST walk over every module, imports inside
-functions included (only ``if TYPE_CHECKING:`` blocks are exempt), so the rule holds as the code grows."""
+functions included (``if TYPE_CHECKING:`` blocks are exempt, except in the core: it depends on its own types only,
+so not even a type-only import of the settings), so the rule holds as the code grows."""
 
 from __future__ import annotations
 
@@ -61,12 +62,15 @@ def module_name(path: Path, package: Path = PACKAGE) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports_of(path: Path, module: str) -> list[tuple[int, str, bool]]:
-    """(line, imported module, at module level) of every import, ``if TYPE_CHECKING:`` blocks left out, relative
-    imports resolved; a string constant that is a module path counts (what ``importlib.import_module`` loads)."""
+def imports_of(path: Path, module: str, type_only: bool = False) -> list[tuple[int, str, bool]]:
+    """(line, imported module, at module level) of every import, ``if TYPE_CHECKING:`` blocks left out unless
+    ``type_only``, relative imports resolved; a string constant that is a module path counts (what
+    ``importlib.import_module`` loads)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     skipped: set[int] = set()
     for node in ast.walk(tree):
+        if type_only:
+            break
         if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
             skipped.update(id(child) for stmt in node.body for child in ast.walk(stmt))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
@@ -97,7 +101,7 @@ def violations(path: Path, package: Path = PACKAGE) -> list[str]:
         return []
     own = layer_of(module)
     problems = []
-    for line, target, at_top in imports_of(path, module):
+    for line, target, at_top in imports_of(path, module, type_only=own == 0):
         where = f"{path.relative_to(package.parent)}:{line}"
         top = target.split(".")[0]
         if top == "arena_verl":
@@ -136,10 +140,17 @@ def test_no_module_imports_a_higher_layer_or_a_framework_it_must_not():
         ("judge/lazy.py", "import importlib\nimportlib.import_module('arena_verl.tools.score')\n", "tools.score"),
         ("judge/bad.py", "from arena_verl.tools import score\n", "imports arena_verl.tools.score (layer 6)"),
         (
-            "core/ok.py",
-            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from arena_verl.settings import A\n",
+            "judge/ok.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from arena_verl.tools.score import A\n",
             "",
         ),
+        (  # the core depends on its own types only: not even a type-only import of the settings
+            "core/bad.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from arena_verl.settings import A\n",
+            "layer 0) imports arena_verl.settings",
+        ),
+        ("core/bad.py", "from .. import settings\n", "layer 0) imports arena_verl.settings"),
+        ("core/bad.py", "from ..settings import ArenaSettings\n", "layer 0) imports arena_verl.settings"),
         (
             "verify/bad.py",
             "from arena_verl.tournament import run_tournament\n",

@@ -7,10 +7,10 @@
 - :mod:`.metrics`: the counters, their accounting per step, and the figures derived from them;
 - :mod:`.referee`: the asyncio orchestration.
 
-The settings -> tournament mapping is :class:`~arena_verl.core.tournament.options.TournamentOptions`. Every name
-imported from ``arena_verl.core.referee`` before the split is still importable from here. The names load on first use
-(PEP 562, as in :mod:`arena_verl.judge`), so that importing a pure unit (the tracker reads :mod:`.metrics`) does not
-import the asyncio referee.
+What the referee reads of the settings is :class:`~arena_verl.core.options.RefereeOptions` (built at the edge).
+Every name imported from ``arena_verl.core.referee`` before the split is still importable from here. The names load
+on first use (PEP 562, as in :mod:`arena_verl.judge`), so that importing a pure unit (the tracker reads
+:mod:`.metrics`) does not import the asyncio referee.
 """
 
 import importlib

@@ -15,16 +15,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
 
 from arena_verl.core.judge_protocol import Judge
 from arena_verl.core.limiter import PRIORITY_COMPLETE, PriorityLimiter
 from arena_verl.core.names import FALLBACK_DEADLINE, FALLBACK_JUDGE_ERROR, FALLBACK_LATE, FALLBACK_OVERFLOW
+from arena_verl.core.options import RefereeOptions
 from arena_verl.core.referee.admission import (
     LatencyEstimate,
     call_priority,
     completion_deadline,
-    pool_share,
     shed_counter,
 )
 from arena_verl.core.referee.answers import pointwise_verdicts, tournament_verdicts, verifier_verdicts
@@ -42,15 +41,11 @@ from arena_verl.core.referee.speculation import Speculation, speculation_step
 from arena_verl.core.routing import (
     ROUTE_POINTWISE,
     ROUTE_TOURNAMENT,
-    decide_route,
     is_uniform,
+    route_of,
     tournament_rewards,
 )
 from arena_verl.core.tournament import Tournament, contained, valid_outcome
-from arena_verl.core.tournament.options import TournamentOptions
-
-if TYPE_CHECKING:
-    from arena_verl.settings import ArenaSettings
 
 logger = logging.getLogger(__name__)
 
@@ -60,14 +55,13 @@ __all__ = ["Referee"]
 class Referee:
     """Group referee for one job (or one shard of its uids)."""
 
-    def __init__(self, settings: ArenaSettings, judge: Judge):
-        self.settings = settings
+    def __init__(self, options: RefereeOptions, judge: Judge):
+        self.options = options
         self.judge = judge
-        self._tournament_options = TournamentOptions.from_settings(settings)
-        self._limiter = PriorityLimiter(pool_share(settings.judge.max_concurrency, settings.num_referees))
+        self._limiter = PriorityLimiter(options.judge_slots)
         self._latency = LatencyEstimate()  # typical duration of one judge call
         self._low_mass_seen = 0  # the judge's low-mass count already charged to a step
-        self._book = GroupBook(settings.group_size)
+        self._book = GroupBook(options.group_size)
         self._tasks: set[asyncio.Task] = set()
         self._counters = StepCounters()
         # Wall-clock times (time.time(), comparable across referee shards) behind arena/tail_after_last_sample_s.
@@ -141,12 +135,12 @@ class Referee:
     def _open(self, uid: str) -> Group:
         group = self._book.start(uid)
         loop = asyncio.get_running_loop()
-        group.deadline = loop.call_later(self.settings.group_deadline_s, self._on_deadline, group)
+        group.deadline = loop.call_later(self.options.group_deadline_s, self._on_deadline, group)
         return group
 
     def _speculate(self, group: Group) -> None:
         """Live tournament: start judging the newest trace while the group can still be routed to a tournament."""
-        s = self.settings
+        s = self.options
         # only the arena's speculation asks whether the rewards so far are equal
         uniform = s.speculative and s.mode == "arena" and is_uniform(group.rewards(), s.diversity_tol)
         step = speculation_step(s.mode, s.speculative, uniform, group.tournament is not None, len(group.members))
@@ -177,7 +171,7 @@ class Referee:
             started = time.monotonic()
             try:
                 # contained inside wait_for's own task: asyncio lets SystemExit/KeyboardInterrupt out of a task
-                outcome = await asyncio.wait_for(contained(call, "judge call"), self.settings.judge.call_budget_s)
+                outcome = await asyncio.wait_for(contained(call, "judge call"), self.options.call_budget_s)
             except asyncio.TimeoutError:
                 self._latency.observe_timeout(time.monotonic() - started)
                 return None
@@ -209,16 +203,16 @@ class Referee:
             judge,
             seed=stable_seed(group.uid),
             idle_gate=self._idle_gate(group),
-            **self._tournament_options.tournament_kwargs(),
+            **self.options.tournament.tournament_kwargs(),
         )
 
     # -- answering ------------------------------------------------------------------------------------------------
 
     async def _answer(self, group: Group) -> None:
-        s = self.settings
+        s = self.options
         rewards = group.rewards()
-        route = decide_route(s.mode, rewards, s.diversity_tol)
-        uniform = is_uniform(rewards, s.diversity_tol)
+        uniform = is_uniform(rewards, s.diversity_tol)  # once per group: the route and the counters read it
+        route = route_of(s.mode, uniform)
         try:
             if route == ROUTE_TOURNAMENT:
                 verdicts = await asyncio.wait_for(self._tournament(group, uniform), s.tournament_timeout_s)
@@ -239,13 +233,13 @@ class Referee:
             group.tournament = self._new_tournament(group)
         while group.tournament.arrived < group.size:
             group.tournament.add()
-        deadline = completion_deadline(self.settings.completion_grace, self._latency.seconds)
+        deadline = completion_deadline(self.options.completion_grace, self._latency.seconds)
         result = await group.tournament.finish(deadline_s=deadline)
         self._count(group.step, "judge_calls_dropped", result.dropped_calls)
-        rewards = tournament_rewards(self.settings.mode, result.strengths, group.rewards(), self.settings.reward_scale)
+        rewards = tournament_rewards(self.options.mode, result.strengths, group.rewards(), self.options.reward_scale)
         group.position = position_figures(result.comparisons)
         answered = result.judge_calls - result.failed_calls - result.dropped_calls  # calls with a verdict
-        if self.settings.order_effect and answered > 0:
+        if self.options.tournament.order_effect and answered > 0:
             group.order_effect = float(result.order_effect)
         return tournament_verdicts(result, rewards, uniform)
 
@@ -257,7 +251,7 @@ class Referee:
             return valid_outcome(value)  # a grade in {0, 0.5, 1} or an expected score in [0, 1]; else failed
 
         scores = await asyncio.gather(*(score(m) for m in group.members), return_exceptions=True)
-        s = self.settings
+        s = self.options
         return pointwise_verdicts(s.mode, scores, group.rewards(), s.reward_scale, uniform)
 
     def _on_deadline(self, group: Group) -> None:
@@ -272,7 +266,7 @@ class Referee:
         calls = self._stop_judging(group)
         rewards = group.rewards()
         verdicts = verifier_verdicts(rewards, judge_calls=calls, fallback=FALLBACK_DEADLINE)
-        self._deliver(group, verdicts, is_uniform(rewards, self.settings.diversity_tol))
+        self._deliver(group, verdicts, is_uniform(rewards, self.options.diversity_tol))
 
     def _deliver(self, group: Group, verdicts: list[Verdict], uniform: bool) -> None:
         group.answered = True
@@ -294,7 +288,7 @@ class Referee:
             complete=group.complete,
             position=group.position,
             order_effect=group.order_effect,
-            norm_by_std=self.settings.advantage_norm_by_std is not False,
+            norm_by_std=self.options.advantage_norm_by_std,
         )
         if counts["samples_routed"]:
             self._last_routed_answer_at = time.time()

@@ -17,6 +17,7 @@ from arena_verl.core.tournament.runner import (
     Tournament,
     TournamentResult,
     contained,
+    planned_calls,
     run_tournament,
     valid_outcome,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "present",
     "round_robin_call_count",
     "contained",
+    "planned_calls",
     "run_tournament",
     "valid_outcome",
     "strengths_to_rewards",

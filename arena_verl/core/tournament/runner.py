@@ -22,7 +22,7 @@ from arena_verl.core.tournament.bradley_terry import fit_bradley_terry
 from arena_verl.core.tournament.order import mirror, present
 from arena_verl.core.tournament.schedulers import make_scheduler
 
-__all__ = ["TournamentResult", "Tournament", "run_tournament", "FAILURE_POLICIES"]
+__all__ = ["TournamentResult", "Tournament", "run_tournament", "planned_calls", "FAILURE_POLICIES"]
 
 logger = logging.getLogger(__name__)
 
@@ -146,6 +146,34 @@ async def run_tournament(
         tournament.add()
         await tournament.settle()
     return await tournament.finish()
+
+
+def planned_calls(
+    num_items: int,
+    strategy: str = "live",
+    budget: int | None = None,
+    *,
+    two_sided: bool = False,
+    final_calls: int = 3,
+    pace: float = 3.0,
+    l2: float = 0.1,
+    order_effect: bool = False,
+) -> int:
+    """Judge calls one group of ``num_items`` traces costs under this schedule, with no failed call and no load
+    shedding: the tournament itself, run with a judge that calls every pair a tie, so that the figure is the runner's
+    by construction (the count does not depend on the verdicts; the tests check it with random ones). Raises the
+    runner's ``ValueError`` for a schedule it refuses (a budget for ``live`` or ``round_robin``, one too small to
+    connect the group)."""
+
+    async def tie(first: int, second: int) -> float:
+        return 0.5
+
+    async def count() -> int:
+        result = await run_tournament(num_items, tie, strategy, budget, two_sided=two_sided, final_calls=final_calls,
+                                      pace=pace, l2=l2, order_effect=order_effect)  # fmt: skip
+        return result.judge_calls
+
+    return asyncio.run(count())
 
 
 class Tournament:

@@ -24,7 +24,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 from scipy.special import ndtr
 
-from arena_verl.core.names import STRATEGIES
+from arena_verl.core.names import FIXED_COUNT_STRATEGIES, STRATEGIES
 from arena_verl.core.tournament.bradley_terry import bradley_terry_posterior
 
 __all__ = [
@@ -353,7 +353,7 @@ def make_scheduler(
     strategies (``random``, ``info_gain``, ``paced``); ``round_robin`` and ``live`` have fixed counts and reject a
     budget. ``final_calls`` and ``pace`` are :class:`PacedScheduler`'s.
     """
-    if strategy in ("round_robin", "live"):
+    if strategy in FIXED_COUNT_STRATEGIES:
         if budget is not None:
             raise ValueError(f"strategy {strategy!r} has a fixed number of calls; budget must be None")
         return RoundRobinScheduler(num_items) if strategy == "round_robin" else LiveScheduler(num_items)

@@ -6,9 +6,10 @@ verl's layout, one row per problem (as ``arena_verl.data`` does for a plain ques
 - ``prompt``: one user message; ``data_source``: picks the scorer; ``ability``;
 - ``reward_model = {"style": "rule", "ground_truth": <text>}``;
 - ``extra_info``: ``split`` (``test`` for the evaluation sets, ``train`` for the mix), ``index`` (0..n-1 in the
-  output), ``benchmark``, ``source`` (the hub id), ``source_row`` and, where the set has one, ``source_id``; GPQA adds
-  the shown ``choices`` and ``correct_choice``, LiveCodeBench the problem's metadata. Ids are text in every preset so
-  that verl can load several of these files as one data set (their ``extra_info`` structs are merged).
+  output), ``benchmark``, ``source`` (the hub id), ``source_file`` (the input's name), ``source_row`` and, where the
+  set has one, ``source_id``; GPQA adds the shown ``choices`` and ``correct_choice``, LiveCodeBench the problem's
+  metadata. Ids are text in every preset so that verl can load several of these files as one data set (their
+  ``extra_info`` structs are merged).
 
 =================  =======================================  ==========================  ===================  =======
 preset             source                                   data_source                 ground truth         scorer
@@ -23,7 +24,9 @@ train_mix          a local math question/answer file        the file's own, or m
 =================  =======================================  ==========================  ===================  =======
 
 Rows whose prompt and ground truth repeat an earlier row are dropped (the DAPO copies of AIME-2024 and
-DAPO-Math-17k repeat every problem many times); ``keep_duplicates=True`` keeps them.
+DAPO-Math-17k repeat every problem many times); ``keep_duplicates=True`` keeps them. A prompt given twice with
+different ground truths is refused, naming both rows (never dropped or kept: which answer is right is unknown), and
+so is an option of another preset (``since``, ``public_tests_only``: LiveCodeBench; ``reprompt``: train_mix).
 
 Questions and answers are read by :mod:`arena_verl.data.qa` (the reader ``python -m arena_verl.data convert`` uses:
 answers stay exactly as written). One module per job: :mod:`.preset` (what a preset is), :mod:`.math_presets`,

@@ -8,9 +8,11 @@ from dataclasses import dataclass, field
 
 from arena_verl.data.qa import Row, is_missing
 
-__all__ = ["ID_ALIASES", "Options", "Preset", "Report", "source_id", "with_provenance"]
+__all__ = ["ID_ALIASES", "PRESET_OPTIONS", "Options", "Preset", "Report", "source_id", "with_provenance"]
 
 ID_ALIASES = ("id", "problem_idx", "ID", "Record ID", "question_id", "unique_id")
+# Options only some presets read (field: flag); one given to a preset that does not read it is refused.
+PRESET_OPTIONS = {"since": "--since", "public_tests_only": "--public-tests-only", "reprompt": "--reprompt"}
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class Preset:
     ability: str
     split: str
     build: Callable[[Preset, list[Row], Options], list[dict]] = field(repr=False)
+    reads: tuple[str, ...] = ()  # the PRESET_OPTIONS it reads
 
 
 @dataclass
@@ -60,8 +63,14 @@ def source_id(row: Row) -> dict:
 
 
 def with_provenance(record: dict, preset: Preset, row: Row, **extra) -> dict:
-    """``record`` with ``extra_info`` naming the benchmark, its source, the input row and ``extra``."""
+    """``record`` with ``extra_info`` naming the benchmark, its source, the input row (its file's name and its
+    number in it) and ``extra``."""
     record["extra_info"].update(
-        benchmark=preset.name, source=preset.source, source_row=row.number, **source_id(row), **extra
+        benchmark=preset.name,
+        source=preset.source,
+        source_file=row.path.name,
+        source_row=row.number,
+        **source_id(row),
+        **extra,
     )
     return record

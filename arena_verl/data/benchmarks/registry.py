@@ -10,8 +10,8 @@ from pathlib import Path
 from arena_verl.data.benchmarks.gpqa import GPQA_COLUMNS, build_gpqa
 from arena_verl.data.benchmarks.livecodebench import LCB_COLUMNS, build_livecodebench, shadowed_functions
 from arena_verl.data.benchmarks.math_presets import MATH_COLUMNS, build_math_benchmark, build_train_mix
-from arena_verl.data.benchmarks.preset import Options, Preset, Report
-from arena_verl.data.qa import DataError, names, read_rows
+from arena_verl.data.benchmarks.preset import PRESET_OPTIONS, Options, Preset, Report
+from arena_verl.data.qa import DataError, contradiction_error, names, read_rows
 from arena_verl.data.verl_layout import label, write_parquet
 
 __all__ = ["DEFAULT_OPTIONS", "PRESETS", "prepare"]
@@ -48,6 +48,7 @@ PRESETS: dict[str, Preset] = {
             "code",
             "test",
             build_livecodebench,
+            reads=("since", "public_tests_only"),
         ),  # fmt: skip
         Preset(
             "train_mix",
@@ -57,6 +58,7 @@ PRESETS: dict[str, Preset] = {
             "math",
             "train",
             build_train_mix,
+            reads=("reprompt",),
         ),  # fmt: skip
     )
 }
@@ -74,7 +76,8 @@ def prepare(
     verl parquet file ``output`` (atomically). Raises DataError (naming the file, row and column) for unusable input,
     an InputError for bad options (``limit`` < 1, an empty or padded ``--split``/``--data-source``) or an output that
     cannot be written. Only LiveCodeBench rows before ``--since`` and repeated rows are left out, both counted in
-    the Report."""
+    the Report. Refused too: an option of another preset (``--since`` for any but LiveCodeBench, see
+    :data:`PRESET_OPTIONS`) and one prompt with two different ground truths (naming both rows)."""
     if preset_name not in PRESETS:
         raise DataError(f"unknown preset {preset_name!r} (presets: {', '.join(PRESETS)})")
     preset = PRESETS[preset_name]
@@ -86,12 +89,14 @@ def prepare(
         label(options.split, "--split")
     if options.data_source is not None:
         label(options.data_source, "--data-source")
+    _refuse_unread_options(preset, options)
     if not inputs:
         raise DataError("no input files")
     rows = [row for path in inputs for row in read_rows(path)]
     if not rows:
         raise DataError(f"{names(inputs)}: no rows")
     records = preset.build(preset, rows, options)
+    _refuse_contradictions(records)
     report = Report(0, options.data_source or preset.data_source, options.split or preset.split)
     if len(records) < len(rows):
         report.notes.append(f"{len(rows) - len(records)} rows before --since {options.since}")
@@ -112,6 +117,33 @@ def prepare(
     report.rows = len(records)
     report.data_source = records[0]["data_source"]
     return report
+
+
+def _refuse_unread_options(preset: Preset, options: Options) -> None:
+    """An option ``preset`` does not read would be ignored without a word: a DataError naming it and the preset."""
+    for name, flag in PRESET_OPTIONS.items():
+        if getattr(options, name) not in (None, False) and name not in preset.reads:
+            readers = ", ".join(p.name for p in PRESETS.values() if name in p.reads)
+            raise DataError(f"{flag} applies to {readers} only, not to preset {preset.name}")
+
+
+def _refuse_contradictions(records: list[dict]) -> None:
+    """One prompt with two different ground truths (a question asked twice, answered differently) is a DataError
+    naming both rows: a verifier could not know which answer is the question's."""
+    first: dict[str, dict] = {}
+    clashes = []
+    for record in records:
+        earlier = first.setdefault(json.dumps(record["prompt"]), record)
+        truth, earlier_truth = record["reward_model"]["ground_truth"], earlier["reward_model"]["ground_truth"]
+        if truth != earlier_truth:
+            clashes.append((_where(earlier), str(earlier_truth), _where(record), str(truth)))
+    if clashes:
+        raise contradiction_error(clashes)
+
+
+def _where(record: dict) -> str:
+    info = record["extra_info"]
+    return f"{info.get('source_file', 'the input')}: row {info.get('source_row', '?')}"
 
 
 def _drop_repeats(records: list[dict]) -> list[dict]:

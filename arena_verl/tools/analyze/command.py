@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from arena_verl.core.errors import EXIT_OK
-from arena_verl.data.dumps import disagreement_note, duplicate_note
+from arena_verl.data.dumps import blank_line_note, disagreement_note, duplicate_note
 from arena_verl.evaluation.groups import count_dump_lines, read_groups
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.tables import percent
@@ -67,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
     )
     if repeated:
         print(f"warning: {repeated} (summary.json: duplicate_uids per step and in totals)", file=sys.stderr)
+    blank = blank_line_note(dump.blank_lines)
+    if blank:
+        print(f"warning: {blank}", file=sys.stderr)
     print(
         f"{totals['groups']} groups over {totals['steps']} steps, alpha {percent(totals['alpha'])}; "
         f"zero-advantage samples: {percent(totals['zero_advantage_share_rlvr'])} under RLVR, "

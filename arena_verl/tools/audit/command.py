@@ -23,7 +23,7 @@ from typing import Any
 
 from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError
 from arena_verl.core.names import VERDICT_MODES
-from arena_verl.data.dumps import disagreement_note, duplicate_note
+from arena_verl.data.dumps import blank_line_note, disagreement_note, duplicate_note
 from arena_verl.evaluation.audit import audit_figures
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.tables import number, percent
@@ -35,7 +35,7 @@ from arena_verl.tools.audit.pairs_file import PAIRS_FILE, PairsFile, PairsInputE
 from arena_verl.tools.audit.report import write_report
 from arena_verl.tools.audit.selection import AuditDump, PairToJudge, read_audit_groups, select_pairs
 from arena_verl.tools.errors import guarded
-from arena_verl.tools.options import add_data, add_verification, check_workers, scoring_options
+from arena_verl.tools.options import add_data, add_verification, check_verification, scoring_options
 from arena_verl.tools.score.judging import digest
 
 __all__ = ["DEFAULT_MAX_PAIRS", "configure_parser", "main", "run"]
@@ -128,7 +128,12 @@ def run(args: argparse.Namespace) -> int:
             raise InputError(_nothing_to_audit(dump, found))
         unselected = _check_same_dump(out, pairs, found)
         notes = _notes(found, pairs, unselected)
-        for warning in (disagreement_note(found.disagreements), duplicate_note(found.duplicates, DIFFERING_COPIES)):
+        blank = blank_line_note(found.blank_lines)
+        for warning in (
+            disagreement_note(found.disagreements),
+            duplicate_note(found.duplicates, DIFFERING_COPIES),
+            blank,
+        ):
             if warning:
                 print(f"warning: {warning}", file=sys.stderr)
         if simulated:
@@ -241,7 +246,7 @@ def _check_options(args: argparse.Namespace) -> None:
         raise InputError(f"--max-pairs must be >= 1, got {args.max_pairs}")
     if args.concurrency < 1:
         raise InputError(f"--concurrency must be >= 1, got {args.concurrency}")
-    check_workers(args)
+    check_verification(args)
 
 
 def _check_same_dump(out: PairsFile, pairs: list[PairToJudge], found: AuditDump) -> int:

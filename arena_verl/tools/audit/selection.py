@@ -69,6 +69,7 @@ class AuditDump:
     not_verified: Counter = field(default_factory=Counter)  # why -> groups
     disagreements: list[TruthDisagreement] = field(default_factory=list)
     duplicates: list = field(default_factory=list)  # DuplicateUid
+    blank_lines: list = field(default_factory=list)  # BlankLines of each step file (skipped)
     identities: dict[int | None, str] = field(default_factory=dict)  # step -> file_identity of its file
 
 
@@ -79,6 +80,7 @@ def read_audit_groups(dump: str | Path, scorer: Scorer, data: list) -> AuditDump
         found.files += 1
         found.disagreements += verified.disagreements
         found.duplicates += verified.duplicates
+        found.blank_lines += verified.blank_lines
         disagreeing = {d.line for d in verified.disagreements}
         identity = file_identity(verified.file.path)
         found.identities[verified.file.step] = identity

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError
-from arena_verl.core.names import VERDICT_MODES
+from arena_verl.core.names import FIXED_COUNT_STRATEGIES, VERDICT_MODES
 from arena_verl.core.tournament import STRATEGIES
-from arena_verl.data.dumps import disagreement_note, duplicate_note
+from arena_verl.data.dumps import blank_line_note, disagreement_note, duplicate_note
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.verified import DIFFERING_COPIES
 from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec, judge_spec
 from arena_verl.tools.errors import guarded
-from arena_verl.tools.options import add_data, add_verification, check_workers, scoring_options
+from arena_verl.tools.options import add_data, add_verification, check_verification, check_workers, scoring_options
 from arena_verl.tools.score.groups import (
     ARENA,
     DumpGroup,
@@ -82,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             judge_settings = judge_settings_from_spec(args.judge, verdict=args.verdict)
             _check_options(args)
+            check_verification(args)  # before --out is opened
             settings = {
                 "judge": judge_spec(judge_settings),
                 "strategy": args.strategy,
@@ -106,7 +107,11 @@ def run(args: argparse.Namespace) -> int:
                 f"{args.out}: {legacy} line(s) from before score files recorded their dump (no dump_file): checked "
                 "against this dump's group keys and responses only"
             )
-        for note in (disagreement_note(summary.disagreements), duplicate_note(summary.duplicates, DIFFERING_COPIES)):
+        for note in (
+            disagreement_note(summary.disagreements),
+            duplicate_note(summary.duplicates, DIFFERING_COPIES),
+            blank_line_note(summary.blank_lines),
+        ):
             if note:
                 print(f"warning: {note}", file=sys.stderr)
         if judge_settings.backend == "simulated":
@@ -189,8 +194,10 @@ def _check_options(args: argparse.Namespace) -> None:
     if args.concurrency < 1:
         raise ScoreInputError(f"--concurrency must be >= 1, got {args.concurrency}")
     check_workers(args)
-    if args.budget is not None and args.strategy in ("live", "round_robin"):
-        raise ScoreInputError(f"--budget applies to random, info_gain and paced; {args.strategy} has a fixed count")
+    if args.budget is not None and args.strategy in FIXED_COUNT_STRATEGIES:
+        *others, last = [s for s in STRATEGIES if s not in FIXED_COUNT_STRATEGIES]
+        budgeted = f"{', '.join(others)} and {last}"
+        raise ScoreInputError(f"--budget applies to {budgeted}; {args.strategy} has a fixed count")
 
 
 def _check_budget(args: argparse.Namespace, groups: list[DumpGroup]) -> None:

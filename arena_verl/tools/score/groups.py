@@ -54,6 +54,7 @@ class DumpSummary:
     disagreements: list[TruthDisagreement] = field(default_factory=list)  # --data's ground truth is not the dump's
     keys: dict[int | None, set[str]] = field(default_factory=dict)  # step -> every group key read (any outcome)
     duplicates: list = field(default_factory=list)  # dump lines repeating a uid of their step file (DuplicateUid)
+    blank_lines: list = field(default_factory=list)  # the blank lines of each step file (BlankLines, skipped)
 
 
 def file_identity(path: Path) -> str:
@@ -82,6 +83,7 @@ def read_dump_groups(dump: Path, step: str, data: list, scorer: Scorer) -> tuple
         summary.files += 1
         summary.disagreements += verified.disagreements
         summary.duplicates += verified.duplicates
+        summary.blank_lines += verified.blank_lines
         disagreeing = {d.line for d in verified.disagreements}
         identity = file_identity(verified.file.path)
         keys = summary.keys.setdefault(verified.file.step, set())

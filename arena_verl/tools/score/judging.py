@@ -1,6 +1,6 @@
 """Judging the groups of ``arena-verl score``: each group's tournament scheduled as training schedules it.
 
-The tournament is built as the referee builds it (:class:`~arena_verl.core.tournament.options.TournamentOptions`
+The tournament is built as the referee builds it (:class:`~arena_verl.core.options.TournamentOptions`
 from the settings: the one settings -> tournament mapping), with the command's strategy, budget and seed. Training's
 default is eager (``reward.arena.wait_for_verdicts: false``): the group's traces arrive in dump order, all at once
 (as when the reward loop submits a whole batch), and each arrival's opponents are chosen from the verdicts in hand.
@@ -16,12 +16,13 @@ import time
 import zlib
 from typing import Any
 
+from arena_verl.core.options import TournamentOptions
 from arena_verl.core.referee.metrics import position_figures
 from arena_verl.core.routing import tournament_rewards
 from arena_verl.core.tournament import Tournament, TournamentResult, valid_outcome
-from arena_verl.core.tournament.options import TournamentOptions
 from arena_verl.judge import Trace, make_judge
 from arena_verl.settings import JudgeSettings
+from arena_verl.settings import tournament_options as arena_tournament_options
 from arena_verl.tools.judge_runs import ray_for_judge, run_workers
 from arena_verl.tools.score.groups import ARENA, DumpGroup
 from arena_verl.tools.score.score_file import ScoreFile
@@ -31,7 +32,7 @@ __all__ = ["digest", "judge_groups", "replay_tournament", "score_group", "tourna
 
 def tournament_options(settings: dict[str, Any]) -> TournamentOptions:
     """Training's tournament options (the arena's defaults) with this run's strategy, budget and schedule."""
-    return TournamentOptions.from_settings(
+    return arena_tournament_options(
         ARENA,
         strategy=settings["strategy"],
         budget=settings["budget"],

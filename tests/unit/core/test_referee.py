@@ -17,7 +17,7 @@ from arena_verl.core.referee import (
 )
 from arena_verl.core.routing import ROUTE_POINTWISE, ROUTE_TOURNAMENT, ROUTE_VERIFIER
 from arena_verl.judge import SimulatedTraceJudge, Trace
-from arena_verl.settings import ArenaSettings, JudgeSettings
+from arena_verl.settings import ArenaSettings, JudgeSettings, referee_options
 
 
 def settings(**overrides):
@@ -46,7 +46,7 @@ def run(referee_settings, submissions, judge=None, shuffle_seed=None):
     """Submit concurrently (optionally in a shuffled order); return verdicts in submission-list order."""
 
     async def scenario():
-        referee = Referee(referee_settings, judge or SimulatedTraceJudge(sharpness=3.0, seed=1))
+        referee = Referee(referee_options(referee_settings), judge or SimulatedTraceJudge(sharpness=3.0, seed=1))
         order = list(range(len(submissions)))
         if shuffle_seed is not None:
             np.random.default_rng(shuffle_seed).shuffle(order)
@@ -141,7 +141,7 @@ def test_tournament_all_rewards_are_win_probabilities():
 
 def test_incomplete_group_is_answered_at_its_deadline():
     async def scenario():
-        referee = Referee(settings(group_deadline_s=0.2), SimulatedTraceJudge(seed=0))
+        referee = Referee(referee_options(settings(group_deadline_s=0.2)), SimulatedTraceJudge(seed=0))
         members = group("g", [1.0] * 8)[:5]
         verdicts = await asyncio.gather(*(referee.submit(m) for m in members))
         late = await referee.submit(group("g", [1.0] * 8)[6])
@@ -278,7 +278,7 @@ def test_padding_copies_after_a_full_group_get_their_originals_answer():
 
 def test_answered_groups_are_remembered_without_their_traces():
     async def scenario():
-        referee = Referee(settings(), SimulatedTraceJudge(seed=0))
+        referee = Referee(referee_options(settings()), SimulatedTraceJudge(seed=0))
         members = group("g", [0.0] * 8)
         verdicts = await asyncio.gather(*(referee.submit(m) for m in members))
         await referee.drain()
@@ -297,7 +297,7 @@ def test_paced_through_the_referee_spends_the_live_budget_while_the_group_arrive
     judge = SimulatedTraceJudge(sharpness=3.0, seed=1, latency_s=0.002)
 
     async def scenario():
-        referee = Referee(settings(strategy="paced", final_calls=2), judge)
+        referee = Referee(referee_options(settings(strategy="paced", final_calls=2)), judge)
         tasks = []
         for submission in group("u", [0.0] * 8):
             tasks.append(asyncio.ensure_future(referee.submit(submission)))
@@ -330,8 +330,9 @@ def test_completion_grace_answers_a_complete_group_without_its_stragglers():
             return await super().compare(*args, **kwargs)
 
     async def scenario():
-        referee = Referee(settings(strategy="round_robin", speculative=False, completion_grace=3.0, group_size=6),
-                          Straggling(seed=1))  # fmt: skip
+        options = referee_options(settings(strategy="round_robin", speculative=False, completion_grace=3.0,
+                                           group_size=6))  # fmt: skip
+        referee = Referee(options, Straggling(seed=1))
         loop = asyncio.get_running_loop()
         warm = await asyncio.gather(*(referee.submit(s) for s in group("warm", [0.0] * 6)))  # the typical latency
         Straggling.straggle = True
@@ -352,7 +353,7 @@ def test_an_overloaded_judge_pool_sheds_load_and_every_sample_is_answered():
     np.random.default_rng(0).shuffle(subs)
 
     async def scenario():  # traces arrive over ~0.2 s, the judge answers one call per ~0.01 s: it falls behind
-        referee = Referee(settings(strategy="paced", judge=JudgeSettings(max_concurrency=1)), judge)
+        referee = Referee(referee_options(settings(strategy="paced", judge=JudgeSettings(max_concurrency=1))), judge)
         tasks = []
         for submission in subs:
             tasks.append(asyncio.ensure_future(referee.submit(submission)))
@@ -371,8 +372,12 @@ def test_an_overloaded_judge_pool_sheds_load_and_every_sample_is_answered():
 
 
 def test_the_judge_pool_cap_is_shared_by_the_referee_shards():
-    assert Referee(settings(num_referees=3, judge=JudgeSettings(max_concurrency=32)), None)._limiter.capacity == 11
-    assert Referee(settings(num_referees=64, judge=JudgeSettings(max_concurrency=32)), None)._limiter.capacity == 1
+    def capacity(**keys):
+        return Referee(
+            referee_options(settings(judge=JudgeSettings(max_concurrency=32), **keys)), None
+        )._limiter.capacity
+
+    assert capacity(num_referees=3) == 11 and capacity(num_referees=64) == 1
 
 
 # -- sample utilisation and position bias (the paper's Figure 5 metrics) -------------------------------------------
@@ -468,7 +473,7 @@ def test_position_figures_counts_ties_and_failures_as_undecided():
 
 def test_observe_returns_at_once_and_the_group_is_counted():
     async def scenario():
-        referee = Referee(settings(mode="rlvr"), SimulatedTraceJudge(seed=0))
+        referee = Referee(referee_options(settings(mode="rlvr")), SimulatedTraceJudge(seed=0))
         for sub in group("c", [1.0] * 8):
             assert referee.observe(sub) is None  # nothing to wait for
         await referee.drain()

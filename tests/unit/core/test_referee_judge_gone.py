@@ -7,7 +7,7 @@ import pytest
 
 from arena_verl.core.judge_protocol import JudgeStats, Trace
 from arena_verl.core.referee import FALLBACK_JUDGE_ERROR, Referee, Submission
-from arena_verl.settings import ArenaSettings
+from arena_verl.settings import ArenaSettings, referee_options
 
 
 class GoneJudge:
@@ -41,7 +41,7 @@ def answer(judge, strategy, policy="tie", size=4):
     settings = ArenaSettings(group_size=size, strategy=strategy, on_judge_failure=policy, group_deadline_s=5.0)
 
     async def scenario():
-        referee = Referee(settings, judge)
+        referee = Referee(referee_options(settings), judge)
         subs = [
             Submission(uid="g", sample_key=str(i), problem="p", trace=Trace(f"t{i}"), verifier_reward=0.0, step=3)
             for i in range(size)
@@ -99,7 +99,7 @@ def test_the_completion_grace_never_cuts_a_group_that_has_no_verdict_yet():
     judge = SlowedJudge(raises=False)
 
     async def scenario():
-        referee = Referee(settings, judge)
+        referee = Referee(referee_options(settings), judge)
         fast = await asyncio.gather(*(referee.submit(s) for s in group_of("fast", 1)))
         judge.hang = True
         started = asyncio.get_running_loop().time()
@@ -138,7 +138,7 @@ def test_stragglers_cut_at_the_grace_do_not_inflate_the_latency_estimate():
             return 1.0
 
     async def scenario():
-        referee = Referee(settings, TailJudge(raises=False))
+        referee = Referee(referee_options(settings), TailJudge(raises=False))
         dropped = []
         for number in range(8):
             verdicts = await asyncio.gather(*(referee.submit(s) for s in group_of(f"g{number}", number)))
@@ -189,7 +189,7 @@ def test_low_mass_calls_reach_the_step_counters():
     judge = LowMassJudge(raises=False)
 
     async def scenario():
-        referee = Referee(settings, judge)
+        referee = Referee(referee_options(settings), judge)
         for number in (1, 2):
             await asyncio.gather(*(referee.submit(s) for s in group_of(f"g{number}", number)))
         return referee.metrics(1), referee.metrics(2), referee.metrics()

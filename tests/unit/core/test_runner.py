@@ -384,17 +384,42 @@ def test_tournament_options_carry_every_tournament_key_of_the_settings():
     import dataclasses
     import inspect
 
-    from arena_verl.core.tournament.options import TournamentOptions
-    from arena_verl.settings import ArenaSettings
+    from arena_verl.core.options import TournamentOptions
+    from arena_verl.settings import ArenaSettings, tournament_options
 
     settings = ArenaSettings(
         strategy="paced", budget=20, l2=0.3, order_effect=True, two_sided=True, on_judge_failure="drop",
         prefix_aware=True, wait_for_verdicts=True, final_calls=2, pace=1.5,
     )  # fmt: skip
-    options = TournamentOptions.from_settings(settings)
+    options = tournament_options(settings)
     assert options == TournamentOptions("paced", 20, 0.3, True, True, False, "drop", True, True, 2, 1.5)
     assert set(options.tournament_kwargs()) <= set(inspect.signature(Tournament).parameters)
-    assert TournamentOptions.from_settings(ArenaSettings()).wait_for_verdicts is False  # training's default: eager
-    assert dataclasses.replace(options, wait_for_verdicts=False) == TournamentOptions.from_settings(
+    assert tournament_options(ArenaSettings()).wait_for_verdicts is False  # training's default: eager
+    assert dataclasses.replace(options, wait_for_verdicts=False) == tournament_options(
         settings, wait_for_verdicts=False
     )
+
+
+def test_the_core_types_are_built_once_at_the_edge_with_one_set_of_defaults():
+    """The referee reads RefereeOptions, never the settings; the settings' tournament defaults are the core's."""
+    import dataclasses
+
+    from arena_verl.core.options import RefereeOptions, TournamentOptions
+    from arena_verl.settings import ArenaSettings, JudgeSettings, referee_options, tournament_options
+
+    defaults = ArenaSettings()
+    assert tournament_options(defaults) == TournamentOptions()  # one set of defaults
+    settings = ArenaSettings(
+        mode="adaptive_pointwise", group_size=6, diversity_tol=0.2, speculative=False, group_deadline_s=30.0,
+        tournament_timeout_s=40.0, completion_grace=2.0, reward_scale=0.3, advantage_norm_by_std=False,
+        num_referees=4, judge=JudgeSettings(max_concurrency=32, timeout_s=5.0, retries=0), strategy="paced", pace=2.0,
+    )  # fmt: skip
+    options = referee_options(settings)
+    assert options == RefereeOptions(
+        mode="adaptive_pointwise", group_size=6, diversity_tol=0.2, speculative=False, group_deadline_s=30.0,
+        tournament_timeout_s=40.0, completion_grace=2.0, reward_scale=0.3, advantage_norm_by_std=False,
+        call_budget_s=settings.judge.call_budget_s, judge_slots=8, tournament=tournament_options(settings),
+    )  # fmt: skip
+    assert {f.name for f in dataclasses.fields(RefereeOptions)} - {"call_budget_s", "judge_slots", "tournament"} <= {
+        f.name for f in dataclasses.fields(ArenaSettings)
+    }

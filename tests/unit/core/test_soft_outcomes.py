@@ -28,7 +28,7 @@ from arena_verl.core.tournament import (
 from arena_verl.judge import SimulatedTraceJudge, Trace
 from arena_verl.judge.base import JudgeStats
 from arena_verl.judge.simulated_pairs import SimulatedJudge
-from arena_verl.settings import ArenaSettings
+from arena_verl.settings import ArenaSettings, referee_options
 
 # ------------------------------------------------------------------------------------------- the fit
 
@@ -290,7 +290,7 @@ def submissions(uid, qualities, reward=0.0):
 
 def referee_run(settings, subs, judge):
     async def scenario():
-        referee = Referee(settings, judge)
+        referee = Referee(referee_options(settings), judge)
         verdicts = await asyncio.wait_for(asyncio.gather(*(referee.submit(s) for s in subs)), 30)
         await referee.drain()
         return verdicts, referee

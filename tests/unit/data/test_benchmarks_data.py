@@ -429,3 +429,33 @@ def test_the_prepare_command_in_process_and_as_a_subcommand(tmp_path, inputs, ca
     with pytest.raises(SystemExit) as refused:
         top.parse_args(["prepare", "nosuch", "x", "--output", "o.parquet"])
     assert refused.value.code == 2 and "invalid choice: 'nosuch'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "preset, flag, value",
+    [("aime2025", "--since", "2025-02-01"), ("gpqa_diamond", "--since", "2025-02-01"),
+     ("train_mix", "--since", "2025-02-01"), ("aime2025", "--public-tests-only", None),
+     ("livecodebench_v6", "--reprompt", None)],
+)  # fmt: skip
+def test_an_option_of_another_preset_is_refused_naming_the_preset(tmp_path, inputs, capsys, preset, flag, value):
+    from arena_verl.tools.prepare import main
+
+    output = tmp_path / "o.parquet"
+    argv = [preset, str(inputs[preset]), "--output", str(output), flag, *([value] if value else [])]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: {flag} applies to ") and line.endswith(f"only, not to preset {preset}")
+    assert not output.exists()
+
+
+def test_a_prompt_with_two_different_answers_is_refused_naming_both_rows(tmp_path):
+    rows = [
+        {"problem": "P one.", "answer": "5"},
+        {"problem": "P two.", "answer": "6"},
+        {"problem": "P one.", "answer": "7"},
+    ]
+    source = write_jsonl(tmp_path / "aime.jsonl", rows)
+    message = r"1 question\(s\) asked twice with different answers: aime.jsonl: row 0 \('5'\) and aime.jsonl: row 2"
+    with pytest.raises(DataError, match=message):
+        prepare("aime2025", [source], tmp_path / "out.parquet", keep_duplicates=True)
+    assert not (tmp_path / "out.parquet").exists()

@@ -37,11 +37,14 @@ KEPT = [
 
 
 def qa_jsonl(path, *answers, question='"What is it?"'):
-    """A jsonl file with one row per raw JSON answer text (None: the row has no answer key)."""
-    lines = [
-        f'{{"problem": {question}}}' if answer is None else f'{{"problem": {question}, "answer": {answer}}}'
-        for answer in answers
-    ]
+    """A jsonl file with one row per raw JSON answer text (None: the row has no answer key); a text question is
+    numbered after the first row (one question with two answers is refused)."""
+    lines = []
+    for number, answer in enumerate(answers):
+        asked = question
+        if number and isinstance(json.loads(question), str):
+            asked = json.dumps(f"{json.loads(question)} ({number})")
+        lines.append(f'{{"problem": {asked}}}' if answer is None else f'{{"problem": {asked}, "answer": {answer}}}')
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -213,3 +216,22 @@ def test_a_json_number_too_large_for_a_float_is_an_infinite_answer_and_refused(t
     argv = ["convert", str(source), "--output", str(tmp_path / "o.parquet"), "--data-source", "x", "--split", "test"]
     assert main([*argv, "--question-key", "question"]) == 2
     assert "'answer' is inf" in capsys.readouterr().err and not (tmp_path / "o.parquet").exists()
+
+
+def test_a_question_asked_twice_with_different_answers_is_refused_naming_both_rows(tmp_path, capsys):
+    source = tmp_path / "set.jsonl"
+    rows = [("What is 2 + 2?", "4"), ("What is 3 + 3?", "6"), ("What is 2 + 2?", "4"), ("What is 2 + 2?", "5")]
+    source.write_text("".join(json.dumps({"problem": q, "answer": a}) + "\n" for q, a in rows))
+    assert cli(tmp_path, source) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and not (tmp_path / "out.parquet").exists()
+    assert captured.err.splitlines() == [
+        f"error: 1 question(s) asked twice with different answers: {source}: row 0 ('4') and {source}: row 3 ('5'); "
+        "keep one answer per question"
+    ]
+    with pytest.raises(DataError, match=r"set.jsonl: row 0 \('4'\) and set.jsonl: row 3 \('5'\)"):
+        prepare("aime2025", [source], tmp_path / "b.parquet")
+    assert not (tmp_path / "b.parquet").exists()
+    repeated = tmp_path / "repeated.jsonl"
+    repeated.write_text("".join(json.dumps({"problem": q, "answer": a}) + "\n" for q, a in rows[:3]))
+    assert cli(tmp_path, repeated) == 0  # the same question with the same answer is no contradiction

@@ -50,3 +50,29 @@ def test_a_value_that_is_not_a_finite_number_prints_as_missing():
     for value in (None, float("nan"), float("inf"), 10**400, "x", [1]):
         assert finite_or_none(value) is None
     assert percent(10**400) == "-" and number(float("-inf")) == "-" and number(3) == "3"
+
+
+def test_a_data_source_name_with_a_newline_or_a_bar_stays_in_its_row(tmp_path, capsys):
+    import json
+
+    from arena_verl.tools.evaluate import main
+
+    rows = [{"data_source": name, "index": 0, "response": "x", "ground_truth": None} for name in ("a\nb|c", "d\u2028e")]
+    dumps = tmp_path / "gen.jsonl"
+    dumps.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert main(["--dumps", str(dumps), "--workers", "1"]) == 0
+    printed = capsys.readouterr()
+    table = printed.out.splitlines()
+    assert len(table) == 4  # header, rule, one row per benchmark
+    assert table[2].split()[1] == "a\\nb\\|c" and table[3].split()[1] == "d\\u2028e"
+    (warning,) = [line for line in printed.err.splitlines() if "could not be verified" in line]
+    assert "of a\\nb\\|c, d\\u2028e could not be verified" in warning
+
+
+def test_every_cell_is_one_line():
+    assert text_table(["a", "b"], [["x\ny", "z|w\t"], ["1", "2"]]).splitlines() == [
+        "a     b",
+        "----  -",
+        "x\\ny  z\\|w\\t",
+        "1     2",
+    ]

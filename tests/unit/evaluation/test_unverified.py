@@ -248,3 +248,54 @@ def test_a_dead_sandbox_is_not_asked_again_after_a_run_of_failures(tmp_path, mon
     (result,) = evaluate(samples, Scorer(ScoringOptions(sandbox_url="http://sandbox/run_code", workers=1)), ks=[1])
     assert len(calls) == SANDBOX_GIVE_UP
     assert result.statuses == {"sandbox_unavailable": SANDBOX_GIVE_UP + 10} and result.avg_pass_ratio is None
+
+
+# ----------------------------------------------------------------------------- every sample has one status
+
+
+def test_the_statuses_count_every_sample_and_the_warning_and_the_row_agree(tmp_path, capsys):
+    rows = [  # four samples: two prompts without a ground truth, one with one the verifier cannot read
+        {"data_source": "aime2024", "index": 0, "response": "\\boxed{3}", "ground_truth": None},
+        {"data_source": "aime2024", "index": 1, "response": "\\boxed{3}", "ground_truth": True},
+        {"data_source": "aime2024", "index": 2, "response": "\\boxed{4}", "ground_truth": "4"},
+        {"data_source": "aime2024", "index": 3, "response": "\\boxed{3}", "ground_truth": None},
+    ]
+    out = tmp_path / "report.json"
+    done = run_cli(capsys, "--dumps", str(generations(tmp_path / "gen.jsonl", rows)), "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    (benchmark,) = json.loads(out.read_text())["steps"][0]["benchmarks"]
+    assert benchmark["statuses"] == {"correct": 1, "no_ground_truth": 2, "unreadable_truth": 1}  # before: 2 in all
+    assert sum(benchmark["statuses"].values()) == benchmark["samples"] == 4
+    assert benchmark["unverified_samples"] == 3
+    (warning,) = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
+    assert "3 sample(s) of aime2024 could not be verified (2 no_ground_truth, 1 unreadable_truth)" in warning
+    (row,) = [line for line in done.stdout.splitlines() if " aime2024 " in line]
+    assert "(3 sample(s) of 3 of 4 prompt(s)) (2 no_ground_truth, 1 unreadable_truth)" in row
+
+
+def test_a_benchmark_not_scored_at_all_counts_each_sample(tmp_path, scorer):
+    rows = [dict(row, index=i) for i, row in enumerate(code_rows()[:2])]
+    (result,) = evaluate(read_samples(generations(tmp_path / "gen.jsonl", rows), None), scorer, ks=[1])
+    assert result.not_scored == "not scored: needs --sandbox-url" and result.statuses == {"not_scored": 2}
+
+
+@pytest.mark.parametrize("second", ["5", None])
+def test_a_prompt_whose_samples_carry_different_ground_truths_is_unverified_and_named(tmp_path, capsys, second):
+    rows = [
+        {"data_source": "aime2024", "index": 7, "response": "\\boxed{4}", "ground_truth": "4"},
+        {"data_source": "aime2024", "index": 7, "response": "\\boxed{5}", "ground_truth": second},
+        {"data_source": "aime2024", "index": 8, "response": "\\boxed{6}", "ground_truth": "6"},
+        {"data_source": "aime2024", "index": 8, "response": "\\boxed{6}", "ground_truth": "6"},
+    ]
+    path = generations(tmp_path / "gen.jsonl", rows)
+    out = tmp_path / "report.json"
+    done = run_cli(capsys, "--dumps", str(path), "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(out.read_text())
+    (benchmark,) = payload["steps"][0]["benchmarks"]
+    assert benchmark["avg_pass_ratio"] is None  # before: 1.0, each sample scored against its own truth
+    assert benchmark["statuses"] == {"correct": 2, "differing_truths": 2} and benchmark["unverified_prompts"] == 1
+    assert payload["differing_truth_prompts"] == 1
+    (warning,) = [line for line in done.stderr.splitlines() if "different ground truths" in line]
+    assert f"{path} line 1 (aime2024, aime2024 index 7): '4', {'5' if second else 'null'!r}" in warning
+    assert "left unverified" in warning

@@ -11,7 +11,7 @@ from arena_verl.core.referee import Referee, Submission
 from arena_verl.core.tournament import valid_outcome
 from arena_verl.judge import Trace
 from arena_verl.judge.base import JudgeStats
-from arena_verl.settings import ArenaSettings
+from arena_verl.settings import ArenaSettings, referee_options
 
 
 class ScriptedJudge:
@@ -48,7 +48,7 @@ def run_group(behaviour, mode="arena", uid="g", reward=0.0, n=4):
     settings = ArenaSettings(group_size=n, mode=mode, group_deadline_s=10.0, tournament_timeout_s=10.0)
 
     async def scenario():
-        referee = Referee(settings, ScriptedJudge(behaviour))
+        referee = Referee(referee_options(settings), ScriptedJudge(behaviour))
         verdicts = await asyncio.wait_for(asyncio.gather(*(referee.submit(s) for s in submissions(uid, n, reward))), 30)
         await referee.drain()
         return verdicts, referee

@@ -21,7 +21,7 @@ from arena_verl.judge.hygiene import sanitize_trace
 from arena_verl.judge.python_backend import PythonJudge, load_callable
 from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec, judge_spec
 from arena_verl.judge.templates import check_judge_templates
-from arena_verl.settings import ArenaSettings, JudgeSettings, settings_from_config
+from arena_verl.settings import ArenaSettings, JudgeSettings, referee_options, settings_from_config
 
 MODULE = "arena_test_user_judges"
 USER_MODULE = '''
@@ -488,7 +488,7 @@ def referee_run(judge_settings: JudgeSettings, qualities, mode="arena", reward=0
     ]  # fmt: skip
 
     async def scenario():
-        referee = Referee(settings, make_judge(settings.judge))
+        referee = Referee(referee_options(settings), make_judge(settings.judge))
         verdicts = await asyncio.wait_for(asyncio.gather(*(referee.submit(s) for s in subs)), 30)
         await referee.drain()
         return verdicts, referee

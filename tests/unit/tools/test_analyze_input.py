@@ -251,3 +251,14 @@ def test_an_unwritable_out_is_one_error(tmp_path, capsys):
     (tmp_path / "file").write_text("")
     rc, err = analyze(capsys, _good_folder(tmp_path), "--out", tmp_path / "file" / "out")
     assert rc == 2 and "cannot be written" in one_error_line(err)
+
+
+@pytest.mark.parametrize("score", ["true", "false", '"0.5"', "null"])
+def test_a_score_that_is_no_number_is_refused_a_boolean_included(tmp_path, capsys, score):
+    folder = tmp_path / "rollout"
+    folder.mkdir()
+    line = '{"input": "What is 1 + 1?", "output": "\\\\boxed{2}", "gts": "2", "score": %s}\n'
+    (folder / "1.jsonl").write_text(line % "1" + line % score)
+    rc, err = analyze(capsys, folder, "--out", tmp_path / "out")
+    assert rc == 2 and "1.jsonl line 2: score is missing or not a finite number" in one_error_line(err)
+    assert not (tmp_path / "out").exists()

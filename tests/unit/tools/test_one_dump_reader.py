@@ -98,3 +98,45 @@ def test_without_a_disagreement_nothing_is_reported(run, tmp_path, capsys):
     assert evaluate(["--dumps", str(dump), "--data", str(data), "--workers", "1", "--json", str(report)]) == 0
     assert json.loads(report.read_text())["ground_truth_disagreements"] == 0
     assert "another ground truth" not in capsys.readouterr().err
+
+
+def test_blank_lines_in_a_dump_are_counted_and_said_by_every_tool(run, tmp_path, capsys):
+    from arena_verl.tools.audit.command import main as audit
+
+    dump, data = run
+    step_file = dump / "7.jsonl"
+    lines = step_file.read_text().splitlines()
+    step_file.write_text("\n".join([lines[0], "", *lines[1:3], "   ", *lines[3:]]) + "\n\n")
+    blank = [2, 5, len(lines) + 3]
+    assert read_dump_file(step_file, PromptIndex(read_validation_data([data]))).blank_lines == tuple(blank)
+    said = f"3 blank line(s) in the dump skipped (no sample): {step_file} lines 2, 5, {blank[2]}"
+    common = ["--data", str(data), "--workers", "1"]
+    runs = {
+        "evaluate": lambda: evaluate(["--dumps", str(dump), *common]),
+        "analyze": lambda: analyze([str(dump), "--out", str(tmp_path / "report"), *common]),
+        "score": lambda: score([str(dump), "--judge", "simulated", "--out", str(tmp_path / "s.jsonl"), *common]),
+        "audit-judge": lambda: audit([str(dump), "--judge", "simulated", "--out", str(tmp_path / "audit"), *common]),
+    }
+    for tool, main in runs.items():
+        capsys.readouterr()
+        assert main() == 0, tool
+        warnings = [line for line in capsys.readouterr().err.splitlines() if "blank line" in line]
+        assert warnings == [f"warning: {said}"], tool
+
+
+def test_a_uid_whose_lines_carry_different_gts_is_left_unverified_by_the_reader(run, tmp_path):
+    from arena_verl.evaluation.scoring import Scorer, ScoringOptions
+    from arena_verl.evaluation.verified import DIFFERING_TRUTHS, verify_prompts
+
+    dump, data = run
+    step_file = dump / "7.jsonl"
+    lines = [json.loads(line) for line in step_file.read_text().splitlines()]
+    lines[1]["gts"] = "8"  # the first prompt's second sample: another truth than its first's "9"
+    step_file.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    file = read_dump_file(step_file, PromptIndex(read_validation_data([data])))
+    assert [p.differing_truths for p in file.prompts] == [("9", "8"), (), ()]
+    with Scorer(ScoringOptions(workers=1)) as scorer:
+        groups = verify_prompts(file.prompts, scorer)
+    assert groups[0].correct is None and groups[0].unverified_because == DIFFERING_TRUTHS  # before: all correct
+    assert groups[0].sample_statuses == ("differing_truths",) * N
+    assert all(group.correct is not None for group in groups[1:])

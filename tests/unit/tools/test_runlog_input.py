@@ -88,3 +88,25 @@ def test_json_onto_an_input_is_refused(tmp_path, capsys):
     path.write_text(record(1) + "\n")
     assert runlog.main([str(path), "--json", str(path)]) == 2
     assert path.read_text() == record(1) + "\n" and "one of the metrics files" in capsys.readouterr().err
+
+
+def test_a_step_logged_twice_is_counted_and_named_and_its_last_record_kept(tmp_path, capsys):
+    run = tmp_path / "run"
+    (run / "metrics").mkdir(parents=True)
+    first = [record(1, **{"timing_s/step": 1.0}), record(2, **{"timing_s/step": 2.0})]
+    (run / "metrics" / "a.jsonl").write_text("\n".join([*first, record(2, **{"timing_s/step": 3.0})]) + "\n")
+    (run / "metrics" / "b.jsonl").write_text(record(2, **{"timing_s/step": 4.0}) + "\n" + record(3) + "\n")
+    out = tmp_path / "out.json"
+    assert runlog.main([str(run), "--json", str(out)]) == 0
+    report = json.loads(out.read_text())[str(run)]
+    assert [(row["step"], row["step_s"]) for row in report["steps"]] == [(1.0, 1.0), (2.0, 4.0), (3.0, None)]
+    assert report["duplicate_steps"] == [2] and report["duplicate_records"] == 2
+    (warning,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert f"{run}: 1 step(s) logged more than once (step 2; 2 earlier record(s) not used)" in warning
+
+
+def test_a_run_without_repeated_steps_has_no_warning(tmp_path, capsys):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text(record(1) + "\n" + record(2) + "\n")
+    assert runlog.main([str(path)]) == 0
+    assert "warning" not in capsys.readouterr().err

@@ -111,3 +111,26 @@ def test_a_command_that_cannot_start_still_gets_its_summary(tmp_path, capsys):
     assert err == "error: /no/such: cannot be started (No such file or directory)\n"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["rc"] == supervise.COMMAND_NOT_STARTED_RC and summary["steps"] == []
+
+
+def test_metric_values_that_are_no_finite_number_are_null_and_counted(tmp_path, calls, capsys):
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text(
+        '{"step": 1, "data": {"training/global_step": 1, "timing_s/step": NaN, "critic/rewards/mean": Infinity, '
+        '"arena/groups": "eight", "arena/judge_calls": 3, "arena/flag": true, "actor/lr": null}}\n'
+        '{"step": 1, "data": {"val-core/math/reward/mean@2": -Infinity}}\n'
+    )
+    assert supervise.main(["--timeout", "60", "--out", str(tmp_path), "--metrics", str(metrics), "--", "x"]) == 0
+    text = (tmp_path / "summary.json").read_text()
+    summary = json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in summary.json"))
+    json.dumps(summary, allow_nan=False)
+    (step,) = summary["steps"]
+    assert step["timing_s/step"] is None and step["critic/rewards/mean"] is None and step["arena/groups"] is None
+    assert step["arena/flag"] is None and step["arena/judge_calls"] == 3 and step["actor/lr"] is None
+    assert summary["val"] == {"val-core/math/reward/mean@2": None}
+    assert summary["metrics_nulled"] == 5  # the null was null already
+    captured = capsys.readouterr()
+    (warning,) = [line for line in captured.err.splitlines() if line.startswith("warning:")]
+    assert "5 metric value(s)" in warning and "step 1 'timing_s/step': NaN" in warning
+    assert "validation at step 1 'val-core/math/reward/mean@2': -Infinity" in warning
+    assert "metrics_nulled=5" in captured.out

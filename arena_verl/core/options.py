@@ -1,0 +1,56 @@
+"""The core's own types for what it reads of ``reward.arena.*``, built once at the edge (:mod:`arena_verl.settings`:
+:func:`~arena_verl.settings.tournament_options`, :func:`~arena_verl.settings.referee_options`), so that the core
+never reads the settings' shape. :class:`TournamentOptions` steer a
+:class:`~arena_verl.core.tournament.runner.Tournament`, in the referee (training) and in ``arena-verl score``
+(offline), so that an offline replay schedules and fits as training does; its defaults are the arena's (the settings
+take theirs from here). :class:`RefereeOptions` are the rest of what the referee needs. A leaf module (dataclasses
+only): the settings import it without the tournament's numerics."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from arena_verl.core.names import DIVERSITY_TOL
+
+__all__ = ["TournamentOptions", "RefereeOptions"]
+
+
+@dataclass(frozen=True)
+class TournamentOptions:
+    """The tournament keys of ``reward.arena`` (see the settings for each one's meaning)."""
+
+    strategy: str = "live"
+    budget: int | None = None
+    l2: float = 0.1
+    order_effect: bool = False
+    two_sided: bool = False
+    mirror_augment: bool = False
+    on_failure: str = "tie"  # reward.arena.on_judge_failure
+    prefix_aware: bool = False
+    wait_for_verdicts: bool = False  # training's default: eager
+    final_calls: int = 3
+    pace: float = 3.0
+
+    def tournament_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments of ``Tournament(num_items, judge, **kwargs, seed=..., idle_gate=...)``."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class RefereeOptions:
+    """The referee's keys of ``reward.arena`` (see the settings for each one's meaning and default)."""
+
+    mode: str = "arena"
+    group_size: int = 8
+    diversity_tol: float = DIVERSITY_TOL
+    speculative: bool = True
+    group_deadline_s: float = 900.0
+    tournament_timeout_s: float = 900.0
+    completion_grace: float | None = None
+    reward_scale: float = 1.0
+    advantage_norm_by_std: bool = True  # how the step's advantage figures are computed (verl's norm_adv_by_std)
+    call_budget_s: float = 600.0  # the longest one judge call may take (judge.call_budget_s)
+    judge_slots: int = 64  # this referee's share of the judge's concurrency (judge.max_concurrency / num_referees)
+    tournament: TournamentOptions = field(default_factory=TournamentOptions)
