@@ -223,6 +223,19 @@ stop_ray() {
   RAY_STEP_PIDS=()
 }
 
+# The user's NNODES / GPUS_PER_NODE within the job's nodes ($1) and GPUs per node ($2): checked before any step
+# starts (asking the head for its address included).
+check_share_values() {
+  if [ -n "${NNODES:-}" ]; then
+    [[ $NNODES =~ ^[1-9][0-9]*$ ]] && [ "$NNODES" -le "$1" ] \
+      || die "NNODES=$NNODES: expected a number of nodes from 1 to the job's $1"
+  fi
+  if [ -n "${GPUS_PER_NODE:-}" ]; then
+    [[ $GPUS_PER_NODE =~ ^[1-9][0-9]*$ ]] && [ "$GPUS_PER_NODE" -le "$2" ] \
+      || die "GPUS_PER_NODE=$GPUS_PER_NODE: expected a number of GPUs from 1 to the node's $2"
+  fi
+}
+
 # Fill TRAINER_SHARE with the NNODES=/GPUS_PER_NODE= words for the recipe (recipe path $1, job nodes $2, GPUs per
 # node $3). The whole cluster goes to the trainer only when the user set neither and the judge takes no GPU of this
 # Ray cluster: JUDGE_PLACEMENT=serve (a separate job) or a recipe without a judge. With JUDGE_PLACEMENT=ray or verl
@@ -231,16 +244,9 @@ stop_ray() {
 trainer_share() {
   local recipe=$1 nodes=$2 gpus=$3
   TRAINER_SHARE=()
-  if [ -n "${NNODES:-}" ]; then
-    [[ $NNODES =~ ^[1-9][0-9]*$ ]] && [ "$NNODES" -le "$nodes" ] \
-      || die "NNODES=$NNODES: expected a number of nodes from 1 to the job's $nodes"
-    TRAINER_SHARE+=("NNODES=$NNODES")
-  fi
-  if [ -n "${GPUS_PER_NODE:-}" ]; then
-    [[ $GPUS_PER_NODE =~ ^[1-9][0-9]*$ ]] && [ "$GPUS_PER_NODE" -le "$gpus" ] \
-      || die "GPUS_PER_NODE=$GPUS_PER_NODE: expected a number of GPUs from 1 to the node's $gpus"
-    TRAINER_SHARE+=("GPUS_PER_NODE=$GPUS_PER_NODE")
-  fi
+  check_share_values "$nodes" "$gpus"
+  if [ -n "${NNODES:-}" ]; then TRAINER_SHARE+=("NNODES=$NNODES"); fi
+  if [ -n "${GPUS_PER_NODE:-}" ]; then TRAINER_SHARE+=("GPUS_PER_NODE=$GPUS_PER_NODE"); fi
   if [ "${#TRAINER_SHARE[@]}" -gt 0 ]; then return; fi
   local judge_elsewhere=0
   case "$(basename "$recipe")" in rlvr.sh | rlvr_dapo.sh) judge_elsewhere=1 ;; esac
@@ -348,6 +354,7 @@ run_ray_job() {
   done
   [[ ${JUDGE_JOB_ID:-0} =~ ^[0-9]+$ ]] \
     || die "JUDGE_JOB_ID=$JUDGE_JOB_ID: expected the judge job's id (what sbatch --parsable printed)"
+  check_share_values "${#JOB_NODES[@]}" "$gpus"
   head=${JOB_NODES[0]}
   head_ip=$(node_ip "$head")
   address=$(host_port "$head_ip" "$GCS_PORT")
