@@ -472,7 +472,9 @@ experiment_main() {
     if [ "$placement" = serve ] && [ -n "$judge_url_file" ] && [ ! -s "$judge_url_file" ]; then
       _warn "JUDGE_URL_FILE $judge_url_file is not there yet (a real run waits for it)"
     fi
-    if "$python" -c "import verl, hydra" 2>/dev/null; then
+    # find_spec, not import: importing verl takes 10-20 s, and the config is composed from its files alone.
+    if "$python" -c "import importlib.util as u, sys; sys.exit(not (u.find_spec('verl') and u.find_spec('hydra')))" \
+        2>/dev/null; then
       "${show[@]}" || exit 2
     else
       _warn "$python cannot import verl: the composed config is not shown (run scripts/setup.sh)"

@@ -35,11 +35,12 @@ def manager_factory(ray_cluster, tokenizer_path):
 
     created = []
 
-    def make(*overrides):
+    def make(*overrides, workers=1):
         # Each manager gets its own referee name: a referee keeps the settings it was created with.
         name = f"referee_{uuid.uuid4().hex[:8]}"
-        # A sharp SIMULATED judge, so that one tournament's order reliably follows the hidden quality.
-        base = [f"reward.arena.referee_name={name}", "reward.arena.judge.sim_sharpness=4"]
+        # A sharp SIMULATED judge, so that one tournament's order reliably follows the hidden quality. One reward
+        # worker unless a test needs a group's samples spread over workers (each worker's start costs seconds).
+        base = [f"reward.arena.referee_name={name}", "reward.arena.judge.sim_sharpness=4", f"reward.num_workers={workers}"]
         config = compose_config(tokenizer_path, [*base, *overrides])
         manager = RewardLoopManager(config)
         created.append(manager)
@@ -69,7 +70,7 @@ def mixed_batch():
 def test_rm_scores_then_grpo_advantages(manager_factory, tokenizer):
     from verl.trainer.ppo.core_algos import compute_grpo_outcome_advantage
 
-    manager, config = manager_factory()
+    manager, config = manager_factory(workers=2)  # the batch split over two workers, groups across both
     samples, qualities = mixed_batch()
     batch = make_batch(tokenizer, samples)
     out = manager.compute_rm_score(batch)
@@ -128,7 +129,7 @@ def stream(manager, tokenizer, samples, seed=0):
 
 
 def test_streaming_path_interleaved_groups_out_of_order(manager_factory, tokenizer):
-    manager, _ = manager_factory()
+    manager, _ = manager_factory(workers=2)
     samples, qualities = mixed_batch()
     results = stream(manager, tokenizer, samples, seed=3)
     rewards = np.array([r["reward_score"] for r in results])
@@ -143,7 +144,7 @@ def test_validation_samples_never_reach_the_judge(manager_factory, tokenizer):
     marked = [Sample(f"val{i}", "\\boxed{4}", extra={"split": "test"}) for i in range(3)]
     results = [ray.get(manager.reward_loop_workers[0].compute_score.remote(one_row(tokenizer, s))) for s in marked]
     flagged = ray.get(
-        manager.reward_loop_workers[1].compute_score.remote(
+        manager.reward_loop_workers[0].compute_score.remote(
             one_row(tokenizer, Sample("val-meta", "\\boxed{4}"), validate=True)
         )
     )
@@ -213,7 +214,7 @@ def test_incomplete_group_gets_verifier_rewards_at_the_deadline(manager_factory,
 
 
 def test_a_referee_killed_mid_group_is_restarted_and_the_group_rebuilt(manager_factory, tokenizer):
-    manager, config = manager_factory("reward.arena.group_deadline_s=60")
+    manager, config = manager_factory("reward.arena.group_deadline_s=60", workers=2)
     name = f"{config.reward.arena.referee_name}_0"
     samples = group("victim", [f"t{i} \\boxed{{4}}" for i in range(8)], list(range(8)))
     workers = manager.reward_loop_workers
