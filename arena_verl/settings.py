@@ -104,10 +104,10 @@ class JudgeSettings:
     start_timeout_s: float = 3600.0
     # python: your own function as the judge, "package.module:function" (importable where the referee runs), called
     # with the problem and the sanitised traces as keyword arguments, plus callable_kwargs (a mapping of plain values;
-    # see arena_verl.judge.python_backend). Both keys are refused with any other backend.
+    # see arena_verl.judge.backends.python_backend). Both keys are refused with any other backend.
     callable: str | None = None
     callable_kwargs: dict[str, Any] | None = None
-    # SIMULATED judge only (tests, benchmarks, CPU demo): see arena_verl.judge.simulated_law.
+    # SIMULATED judge only (tests, benchmarks, CPU demo): see arena_verl.judge.simulated.law.
     sim_sharpness: float = 1.0
     sim_position_bias: float = 0.0
     sim_tie_rate: float = 0.0
@@ -421,10 +421,10 @@ def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
                     f"{_PREFIX}.judge.{key} applies to the python backend only (judge.backend is {judge.backend!r}): "
                     f"set {_PREFIX}.judge.backend=python, or leave {key} null"
                 )
-    # The python backend's function is imported (a missing module or function is an error) when the judge is built
-    # and by check_judge_templates, in the judge layer: settings import no user code.
-    # The templates' files are checked by the judge layer (arena_verl.judge.prompts.check_judge_templates), which
-    # the reward manager, the recipes' pre-flight and the tools' --judge call right after these settings.
+    # The python backend's function is imported (a missing module or function is an error) when the judge is built and
+    # by check_judge_templates, in the judge layer: settings import no user code. The templates' files are checked by
+    # the judge layer (arena_verl.judge.prompting.templates.check_judge_templates), which the reward manager, the
+    # recipes' pre-flight and the tools' --judge call right after these settings.
 
 
 def _validate_callable(judge: JudgeSettings) -> None:

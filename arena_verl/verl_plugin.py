@@ -1,15 +1,5 @@
-"""Entry point of the ``verl.plugins`` group: ``import verl`` imports this module in the driver and in every Ray
-worker, which registers the ``arena`` reward manager and hooks the tracker (per-step ``arena/*`` metrics), the agent
-loop (validation samples are marked as such) and the V1 trainer's replay buffer (DAPO's refills bounded by
-``algorithm.filter_groups.max_num_gen_batches``, which verl 0.9.1 ignores). Without the entry point (or with
-``VERL_USE_EXTERNAL_PLUGINS=none``) set ``VERL_USE_EXTERNAL_MODULES=arena_verl.verl_plugin``: verl then imports
-this module in every process too."""
+"""The documented entry point (``verl.plugins``: ``arena = "arena_verl.verl_plugin"``, or
+``VERL_USE_EXTERNAL_MODULES=arena_verl.verl_plugin``): importing it installs the arena into verl
+(:mod:`arena_verl.verl_edge.plugin`)."""
 
-from arena_verl import reward_manager  # noqa: F401  (registers "arena")
-from arena_verl.verl_edge.dapo_bound import install_dapo_bound
-from arena_verl.verl_edge.tracking import install_tracking_hook
-from arena_verl.verl_edge.validation_signal import install_validation_signal
-
-install_tracking_hook()
-install_validation_signal()
-install_dapo_bound()
+import arena_verl.verl_edge.plugin  # noqa: F401  (registers "arena" and installs the hooks)

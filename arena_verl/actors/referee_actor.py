@@ -9,9 +9,9 @@ from typing import Any
 
 import ray
 
+from arena_verl.core.judge_protocol import JudgeStats
 from arena_verl.core.referee import Referee, Submission, Verdict, group_key
 from arena_verl.judge import make_judge
-from arena_verl.judge.base import JudgeStats
 from arena_verl.settings import ArenaSettings, referee_options
 
 __all__ = ["RefereeActor", "referee_handle", "forget_referee"]

@@ -1,6 +1,6 @@
 """The judge protocol: what the referee needs from a judge (a trace, two async calls, call statistics), declared in
 the pure core so that the core never imports the judge package. The judges (:mod:`arena_verl.judge`) implement it;
-:mod:`arena_verl.judge.base` re-exports these names."""
+:mod:`arena_verl.core.judge_protocol` re-exports these names."""
 
 from __future__ import annotations
 

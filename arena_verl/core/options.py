@@ -14,7 +14,12 @@ from typing import Any
 
 from arena_verl.core.names import DIVERSITY_TOL
 
-__all__ = ["TournamentOptions", "RefereeOptions"]
+__all__ = ["TournamentOptions", "RefereeOptions", "DEFAULT_L2", "DEFAULT_FINAL_CALLS", "DEFAULT_PACE"]
+
+# The tournament's numeric defaults, written once: the fit, the schedulers, the runner and the settings read them.
+DEFAULT_L2 = 0.1  # Bradley-Terry L2 prior (reward.arena.l2)
+DEFAULT_FINAL_CALLS = 3  # paced: opponents of the last trace, judged in one round (reward.arena.final_calls)
+DEFAULT_PACE = 3.0  # paced: how late the budget is spent while the group arrives (reward.arena.pace)
 
 
 @dataclass(frozen=True)
@@ -23,15 +28,15 @@ class TournamentOptions:
 
     strategy: str = "live"
     budget: int | None = None
-    l2: float = 0.1
+    l2: float = DEFAULT_L2
     order_effect: bool = False
     two_sided: bool = False
     mirror_augment: bool = False
     on_failure: str = "tie"  # reward.arena.on_judge_failure
     prefix_aware: bool = False
     wait_for_verdicts: bool = False  # training's default: eager
-    final_calls: int = 3
-    pace: float = 3.0
+    final_calls: int = DEFAULT_FINAL_CALLS
+    pace: float = DEFAULT_PACE
 
     def tournament_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``Tournament(num_items, judge, **kwargs, seed=..., idle_gate=...)``."""

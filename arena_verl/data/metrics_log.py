@@ -36,11 +36,14 @@ __all__ = [
     "SKIP_REASONS",
     "MetricsScan",
     "logged_step",
+    "metric_value",
+    "metrics_files",
     "nulled_note",
     "one_line",
     "read_records",
     "scan_records",
     "summarise",
+    "training_steps",
 ]
 
 _VAL_PREFIXES = ("val-", "val/", "validation/")
@@ -62,6 +65,20 @@ class MetricsScan:
         return sum(self.skipped.values())
 
 
+def metrics_files(path: Path) -> list[Path]:
+    """A run's metrics files, oldest first: ``RUN_DIR/metrics/*.jsonl`` (one per attempt; the recipes name them by
+    start time, since verl's file logger truncates its file) and ``RUN_DIR/metrics.jsonl`` (recipes/cpu_smoke.sh);
+    ``RUN_DIR/metrics`` itself (the folder of attempts); or the file itself."""
+    path = Path(path)
+    if not path.is_dir():
+        return [path] if path.exists() or path.is_symlink() else []  # a dangling link: unreadable, said so
+    attempts = sorted((path / "metrics").glob("*.jsonl")) if (path / "metrics").is_dir() else []
+    single = [path / "metrics.jsonl"] if (path / "metrics.jsonl").exists() else []
+    if not attempts and not single and path.name == "metrics":
+        attempts = sorted(path.glob("*.jsonl"))
+    return single + attempts
+
+
 def logged_step(value: Any) -> int | None:
     """A logged step as an int: a whole number 0 <= step < 2**53 (``3`` or ``3.0``); anything else (null, NaN,
     infinite, negative, ``2.5``, a string, a bool, a number no float holds exactly) is None."""
@@ -70,6 +87,18 @@ def logged_step(value: Any) -> int | None:
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         value = int(value)
     return value if isinstance(value, int) and 0 <= value < MAX_STEP else None
+
+
+def metric_value(value: Any) -> float | None:
+    """A logged metric as a float to compute with; None when it is missing, a boolean, or no finite number (an
+    integer too large for a float included)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        value = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _reason(raw: bytes) -> tuple[str | None, dict[str, Any] | None]:

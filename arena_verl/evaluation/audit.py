@@ -49,6 +49,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "FIGURE_KEYS",
+    "FIGURES",
     "LABELLED",
     "PAIR_KINDS",
     "SAME_OUTCOME",
@@ -64,25 +65,27 @@ __all__ = [
 
 LABELLED, SAME_OUTCOME = "labelled", "same_outcome"
 PAIR_KINDS = (LABELLED, SAME_OUTCOME)
-# summary.json's figures, in its order (the command adds ``judge`` and ``verdict``).
-FIGURE_KEYS = (
-    "pairs_labelled",
-    "pairs_same_outcome",
-    "calls",
-    "calls_without_verdict",
-    "calls_low_mass",
-    "accuracy",
-    "accuracy_se",
-    "accuracy_first_order",
-    "accuracy_second_order",
-    "first_position_preference",
-    "order_flip_rate",
-    "tie_rate",
-    "transitivity_violations",
-    "tokens_in_per_call",
-    "tokens_out_per_call",
-    "seconds_per_call",
-)
+# summary.json's figures, in its order (the command adds ``judge`` and ``verdict``), each with what the report's
+# table says of it; the definitions are in the module docstring.
+FIGURES = {
+    "pairs_labelled": "pairs of a verified-correct and a verified-incorrect trace of one prompt (diverse groups)",
+    "pairs_same_outcome": "pairs of traces verified alike (non-diverse groups: the pairs the arena's judge ranks)",
+    "calls": "judge calls: every pair in both presentation orders",
+    "calls_without_verdict": "calls that gave no verdict (unparsable, an error, a timeout, an invalid outcome)",
+    "calls_low_mass": "probability verdicts whose labels got less than the floor of their mass (still answered)",
+    "accuracy": "mean probability given to the verified-correct trace, both orders weighing alike",
+    "accuracy_se": "its standard error over labelled pairs (each pair's two-order mean one value)",
+    "accuracy_first_order": "the same, the correct trace shown first",
+    "accuracy_second_order": "the same, the correct trace shown second",
+    "first_position_preference": "mean P(first shown is better) over every call with a verdict (0.5: no bias)",
+    "order_flip_rate": "pairs whose preferred trace changes when the order is swapped (verdicts in both orders)",
+    "tie_rate": "calls with a verdict of exactly 0.5",
+    "transitivity_violations": "same-outcome triples whose order-averaged preferences form a cycle",
+    "tokens_in_per_call": "prompt tokens per call",
+    "tokens_out_per_call": "generated tokens per call",
+    "seconds_per_call": "wall-clock seconds per call (calls in flight: --concurrency)",
+}
+FIGURE_KEYS = tuple(FIGURES)
 TIE = 0.5
 
 

@@ -30,16 +30,8 @@ from typing import Any
 
 from arena_verl.core.names import DIVERSITY_TOL
 from arena_verl.core.routing import is_uniform
-from arena_verl.data.dumps import (
-    NO_DATA_SOURCE,
-    BlankLines,
-    DuplicateUid,
-    EvaluationInputError,
-    Sample,
-    TruthDisagreement,
-    count_lines,
-    find_dump_files,
-)
+from arena_verl.data.dump_files import EvaluationInputError, count_lines, find_dump_files
+from arena_verl.data.dumps import NO_DATA_SOURCE, BlankLines, DuplicateUid, Sample, TruthDisagreement
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.verified import DUPLICATE_UID, NO_GROUND_TRUTH, VerifiedGroup, read_verified
 

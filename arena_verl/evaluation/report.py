@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from arena_verl.core.sources import CODE_SOURCES, KINDS
-from arena_verl.data.dumps import EvaluationInputError, PromptSamples, Sample
+from arena_verl.data.dump_files import EvaluationInputError
+from arena_verl.data.dumps import PromptSamples, Sample
 from arena_verl.evaluation.pass_at_k import average_pass_ratio, pass_at_k
 from arena_verl.evaluation.scoring import UNVERIFIED_REASONS, Scorer, ScoringOptions, benchmark_kind
 from arena_verl.evaluation.tables import percent, text_table

@@ -25,17 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from arena_verl.data.dump_files import find_dump_files, select_steps
 from arena_verl.data.dumps import (
     DumpFile,
-    PromptIndex,
     PromptSamples,
     Sample,
     TruthDisagreement,
-    find_dump_files,
     read_dump_file,
     read_validation_data,
-    select_steps,
 )
+from arena_verl.data.prompt_match import PromptIndex
 from arena_verl.evaluation.scoring import UNVERIFIED_REASONS, Scorer, benchmark_kind
 
 __all__ = [

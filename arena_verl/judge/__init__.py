@@ -11,17 +11,17 @@ the verdict parser) does not import the backends' dependencies.
 from arena_verl.core.lazy import lazy_exports
 
 _EXPORTS = {
-    "Judge": "arena_verl.judge.base",
-    "JudgeStats": "arena_verl.judge.base",
-    "Trace": "arena_verl.judge.base",
-    "SimulatedJudge": "arena_verl.judge.simulated_pairs",
-    "SimulatedTraceJudge": "arena_verl.judge.simulated",
-    "build_pairwise_messages": "arena_verl.judge.messages",
-    "build_pointwise_messages": "arena_verl.judge.messages",
-    "sanitize_trace": "arena_verl.judge.hygiene",
+    "Judge": "arena_verl.core.judge_protocol",
+    "JudgeStats": "arena_verl.core.judge_protocol",
+    "Trace": "arena_verl.core.judge_protocol",
+    "SimulatedJudge": "arena_verl.judge.simulated.pairs",
+    "SimulatedTraceJudge": "arena_verl.judge.simulated.trace_judge",
+    "build_pairwise_messages": "arena_verl.judge.prompting.messages",
+    "build_pointwise_messages": "arena_verl.judge.prompting.messages",
+    "sanitize_trace": "arena_verl.judge.prompting.hygiene",
     "make_judge": "arena_verl.judge.factory",
-    "parse_score": "arena_verl.judge.verdict",
-    "parse_verdict": "arena_verl.judge.verdict",
+    "parse_score": "arena_verl.judge.verdicts.parsing",
+    "parse_verdict": "arena_verl.judge.verdicts.parsing",
 }
 __all__ = list(_EXPORTS)
 

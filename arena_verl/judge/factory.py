@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from arena_verl.judge.base import Judge
-from arena_verl.judge.simulated import SimulatedTraceJudge
-from arena_verl.judge.templates import check_judge_templates
+from arena_verl.core.judge_protocol import Judge
+from arena_verl.judge.prompting.templates import check_judge_templates
+from arena_verl.judge.simulated.trace_judge import SimulatedTraceJudge
 from arena_verl.settings import JudgeSettings
 
 __all__ = ["make_judge"]
@@ -25,19 +25,19 @@ def make_judge(settings: JudgeSettings) -> Judge:
             verdict=settings.verdict,
         )
     if settings.backend == "transformers":
-        from arena_verl.judge.transformers_backend import TransformersJudge
+        from arena_verl.judge.backends.transformers_backend import TransformersJudge
 
         return TransformersJudge(settings)
     if settings.backend == "openai":
-        from arena_verl.judge.openai_backend import OpenAIJudge
+        from arena_verl.judge.backends.openai_backend import OpenAIJudge
 
         return OpenAIJudge(settings)
     if settings.backend == "python":
-        from arena_verl.judge.python_backend import PythonJudge
+        from arena_verl.judge.backends.python_backend import PythonJudge
 
         return PythonJudge(settings)  # imports judge.callable now: a missing module or function is a ValueError
     if settings.backend == "vllm":
-        from arena_verl.judge.vllm_backend import VLLMJudge
+        from arena_verl.judge.backends.vllm_backend import VLLMJudge
 
         return VLLMJudge(settings)
     raise ValueError(f"reward.arena.judge.backend: unknown backend {settings.backend!r}")

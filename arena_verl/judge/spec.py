@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
-from arena_verl.judge.templates import check_judge_templates
+from arena_verl.judge.prompting.templates import check_judge_templates
 from arena_verl.settings import JudgeSettings, settings_from_config
 
 __all__ = ["JUDGE_SPEC_FORMS", "SIM_OPTIONS", "judge_settings_from_spec", "judge_spec"]

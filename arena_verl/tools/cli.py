@@ -28,7 +28,7 @@ import argparse
 import importlib
 import sys
 
-from arena_verl.tools.errors import guarded
+from arena_verl.core.errors import guarded
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 

@@ -33,12 +33,11 @@ from typing import Any
 import numpy as np
 
 from arena_verl import sample_traces
-from arena_verl.core.errors import InputError
+from arena_verl.core.errors import InputError, guarded
 from arena_verl.core.names import DIVERSITY_TOL, MODES, ROUTE_NAMES, STRATEGIES, default_strategy
 from arena_verl.core.referee.metrics import NONZERO_ADVANTAGE_TOL
 from arena_verl.core.routing import is_uniform
 from arena_verl.testing.toy import Sample, build_toy_tokenizer, make_batch
-from arena_verl.tools.errors import guarded
 
 
 def synthetic_rollouts(num_prompts: int, n: int, seed: int) -> list[Sample]:
@@ -285,7 +284,8 @@ def print_report(args: argparse.Namespace, judge, samples: list[Sample], group_s
 def sample_rollouts(max_groups: int) -> list[Sample]:
     """The bundled real traces (verl rollout dump lines), grouped by uid, as demo samples (no hidden quality): the
     first ``max_groups`` groups in step order."""
-    from arena_verl.data.dumps import find_dump_files, prompt_groups, read_jsonl
+    from arena_verl.data.dump_files import find_dump_files, read_jsonl
+    from arena_verl.data.dumps import prompt_groups
 
     samples = []
     for path in find_dump_files(sample_traces.SAMPLE_DIR).values():

@@ -24,25 +24,14 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from arena_verl.core.errors import EXIT_OK, InputError
-from arena_verl.data.dumps import (
-    blank_line_note,
-    differing_truth_note,
-    disagreement_note,
-    duplicate_note,
-    find_dump_files,
-)
-from arena_verl.evaluation.report import (
-    Scorer,
-    StepReport,
-    evaluate_groups,
-    render_table,
-    report_json,
-)
+from arena_verl.core.errors import EXIT_OK, InputError, guarded, write_output
+from arena_verl.data.dump_files import find_dump_files
+from arena_verl.data.dumps import blank_line_note, differing_truth_note, disagreement_note, duplicate_note
+from arena_verl.evaluation.report import StepReport, evaluate_groups, render_table, report_json
+from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.tables import table_cell
 from arena_verl.evaluation.verified import DIFFERING_COPIES, DIFFERING_TRUTHS, UNVERIFIED_STATUSES, read_verified
-from arena_verl.tools.errors import guarded, write_output
-from arena_verl.tools.options import add_data, add_verification, scoring_options
+from arena_verl.tools.common.options import add_data, add_verification, scoring_options
 
 __all__ = ["check_writable", "configure_parser", "main", "run", "unverified_note"]
 

@@ -19,9 +19,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from arena_verl.core.errors import EXIT_OK
+from arena_verl.core.errors import EXIT_OK, guarded
 from arena_verl.data.benchmarks import PRESETS, Options, prepare
-from arena_verl.tools.errors import guarded
 
 __all__ = ["configure_parser", "main", "run"]
 

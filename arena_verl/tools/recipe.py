@@ -224,7 +224,9 @@ def tokenizer_problem(name: str, what: str) -> str | None:
     tokenizer files is a problem. A hub id must be in the local cache when the hub is offline (``HF_HUB_OFFLINE`` /
     ``TRANSFORMERS_OFFLINE``, as in the image); online it is loaded the same way (downloaded into the cache, as the
     judge would)."""
-    from arena_verl.judge.openai_backend import looks_local  # the judge's own rule for "a folder, not a hub id"
+    from arena_verl.judge.backends.openai_backend import (
+        looks_local,  # the judge's own rule for "a folder, not a hub id"
+    )
 
     path = Path(name).expanduser()
     local = looks_local(name)
@@ -275,19 +277,30 @@ def _data_sources(path: str) -> set[str]:
 
 
 def judge_calls_per_group(settings) -> int:
-    """Judge calls one routed group costs under ``settings``: one a trace for the pointwise modes, none for rlvr, and
-    for a tournament what the runner's own schedule makes (:func:`~arena_verl.core.tournament.planned_calls`: both
-    orders with two_sided, within the budget for the budgeted strategies)."""
-    from arena_verl.core.tournament import planned_calls
+    """Judge calls one routed group costs under ``settings``, by the route a non-diverse group takes
+    (:func:`~arena_verl.core.routing.route_of`): one a trace on the pointwise route, none on the verifier's, and on
+    the tournament's what the runner's own schedule makes with the settings' tournament options
+    (:func:`~arena_verl.core.tournament.runner.planned_calls`: both orders with two_sided, within the budget for the
+    budgeted strategies)."""
+    from arena_verl.core.names import ROUTE_POINTWISE, ROUTE_VERIFIER
+    from arena_verl.core.routing import route_of
+    from arena_verl.core.tournament.runner import planned_calls
+    from arena_verl.settings import tournament_options
 
-    if settings.mode in ("pointwise", "adaptive_pointwise"):
-        return settings.group_size
-    if settings.mode == "rlvr":
+    route = route_of(settings.mode, uniform=True)
+    if route == ROUTE_VERIFIER:
         return 0
-    return planned_calls(
-        settings.group_size, settings.strategy, settings.budget, two_sided=settings.two_sided,
-        final_calls=settings.final_calls, pace=settings.pace, l2=settings.l2, order_effect=settings.order_effect,
-    )  # fmt: skip
+    if route == ROUTE_POINTWISE:
+        return settings.group_size
+    return planned_calls(settings.group_size, **tournament_options(settings).tournament_kwargs())
+
+
+def every_group_judged(settings) -> bool:
+    """Whether the mode judges diverse groups too (rlaif_pointwise, tournament_all), not only non-diverse ones."""
+    from arena_verl.core.names import ROUTE_VERIFIER
+    from arena_verl.core.routing import route_of
+
+    return route_of(settings.mode, uniform=False) != ROUTE_VERIFIER
 
 
 def judge_load_lines(config) -> list[str]:
@@ -302,7 +315,7 @@ def judge_load_lines(config) -> list[str]:
         return ["judge: none (verifier rewards only)"]
     head = f"judge calls per routed group: {per_group} (mode={settings.mode}, strategy={settings.strategy}, "
     head += f"N={settings.group_size}); prompts per step: {prompts}"
-    if settings.mode in ("pointwise", "tournament_all"):
+    if every_group_judged(settings):
         return [head, f"judge calls per step: {prompts * per_group} (every group is judged)"]
     loads = ", ".join(f"alpha={a:.2f}: {math.ceil(a * prompts) * per_group}" for a in ALPHAS)
     return [head, f"judge calls per step by the non-diverse share alpha: {loads}"]
@@ -335,7 +348,7 @@ def _print_values(args: argparse.Namespace, values: dict[str, Any]) -> None:
 def run(args: argparse.Namespace) -> int:
     """``show``: exit 0, or 2 for a config that does not compose, breaks verl's rules, does not fit the cluster
     (``--check-cluster``) or (``--strict``) lacks paths."""
-    from arena_verl.judge.templates import check_judge_templates
+    from arena_verl.judge.prompting.templates import check_judge_templates
     from arena_verl.settings import ContradictoryLimits, settings_from_config
     from arena_verl.verl_edge.judge_placement import verl_placement_problems
     from arena_verl.verl_edge.placement import demands_from_config, placement_problems, placement_warnings

@@ -28,10 +28,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arena_verl.core.errors import InputError
-from arena_verl.data.metrics_log import SKIP_REASONS, STEP_KEY, logged_step, scan_records, training_steps
-from arena_verl.evaluation.tables import finite_or_none, text_table
-from arena_verl.tools.errors import guarded, write_output
+from arena_verl.core.errors import InputError, guarded, write_output
+from arena_verl.data.metrics_log import (
+    SKIP_REASONS,
+    STEP_KEY,
+    logged_step,
+    metric_value,
+    metrics_files,
+    scan_records,
+    training_steps,
+)
+from arena_verl.evaluation.tables import text_table
 
 __all__ = ["COLUMNS", "RunSteps", "duplicate_note", "read_run", "step_rows", "run_means", "format_table"]
 
@@ -47,20 +54,6 @@ COLUMNS = (
     ("tail_s", "arena/tail_after_last_sample_s"),
     ("reward_mean", "critic/rewards/mean"),
 )
-
-
-def metrics_files(path: Path) -> list[Path]:
-    """A run's metrics files, oldest first: ``RUN_DIR/metrics/*.jsonl`` (one per attempt; the recipes name them by
-    start time, since verl's file logger truncates its file) and ``RUN_DIR/metrics.jsonl`` (recipes/cpu_smoke.sh);
-    ``RUN_DIR/metrics`` itself (the folder of attempts); or the file itself."""
-    path = Path(path)
-    if not path.is_dir():
-        return [path] if path.exists() or path.is_symlink() else []  # a dangling link: unreadable, said so
-    attempts = sorted((path / "metrics").glob("*.jsonl")) if (path / "metrics").is_dir() else []
-    single = [path / "metrics.jsonl"] if (path / "metrics.jsonl").exists() else []
-    if not attempts and not single and path.name == "metrics":
-        attempts = sorted(path.glob("*.jsonl"))
-    return single + attempts
 
 
 @dataclasses.dataclass
@@ -95,7 +88,7 @@ def read_run(path: Path) -> RunSteps:
         skipped.update(scan.skipped)
         logged.update(logged_step(r["data"][STEP_KEY]) for r in scan.records if STEP_KEY in r["data"])
         steps.update(training_steps(scan.records))
-    rows = [{column: _finite(steps[s].get(key)) for column, key in COLUMNS} for s in sorted(steps)]
+    rows = [{column: metric_value(steps[s].get(key)) for column, key in COLUMNS} for s in sorted(steps)]
     for row, step in zip(rows, sorted(steps)):
         row["step"] = float(step)  # the validated step (training_steps' key), never a value float() misreads
     repeated = {step: count for step, count in sorted(logged.items()) if count > 1}
@@ -117,15 +110,6 @@ def duplicate_note(run: str, repeated: dict[int, int], shown: int = 10) -> str |
 def step_rows(path: Path) -> list[dict[str, float | None]]:
     """One row per logged training step over every attempt of the run (see :func:`read_run`)."""
     return read_run(path).rows
-
-
-def _finite(value: Any) -> float | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        return finite_or_none(value)
-    except OverflowError:  # an integer too large for a float
-        return None
 
 
 def run_means(rows: list[dict[str, float | None]]) -> dict[str, float | None]:

@@ -4,7 +4,7 @@ judges."""
 
 from arena_verl.core.tournament import *  # noqa: F403
 from arena_verl.core.tournament import __all__ as _core_all
-from arena_verl.judge.simulated_law import position_bias_for_first_win_rate
-from arena_verl.judge.simulated_pairs import SimulatedJudge
+from arena_verl.judge.simulated.law import position_bias_for_first_win_rate
+from arena_verl.judge.simulated.pairs import SimulatedJudge
 
 __all__ = [*_core_all, "SimulatedJudge", "position_bias_for_first_win_rate"]

@@ -24,11 +24,16 @@ The ground truth is a single allowed letter, case-insensitive and whitespace-tri
 
 from __future__ import annotations
 
+import logging
 import re
+from typing import Any
 
 from arena_verl.verify.extraction import boxed_spans
+from arena_verl.verify.math_verifier import VerifyResult
 
-__all__ = ["extract_choice", "score", "DEFAULT_LETTERS"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["extract_choice", "score", "verify_choice", "DEFAULT_LETTERS"]
 
 DEFAULT_LETTERS = "ABCD"
 _TAIL_CHARS = 4000
@@ -142,3 +147,16 @@ def _last_line(text: str) -> str:
         if line.strip():
             return line
     return ""
+
+
+def verify_choice(text: str, ground_truth: Any, data_source: str = "") -> VerifyResult:
+    """The reply's letter against a one-letter ground truth (GPQA), as a verifier result; verl has no such scorer
+    and would score 0. A broken ground truth is counted as an error, never a crash."""
+    try:
+        value = score(text, ground_truth)
+    except ValueError as exc:
+        logger.warning("multiple-choice sample of %s not scored: %s", data_source, exc)
+        return VerifyResult(0.0, "error")
+    if value > 0:
+        return VerifyResult(1.0, "correct")
+    return VerifyResult(0.0, "wrong" if extract_choice(text) else "no_answer")

@@ -27,6 +27,7 @@ the whole batch: allowed.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 __all__ = ["verl_placement_problems", "check_verl_placement", "RECIPE_OVERRIDES"]
@@ -101,3 +102,23 @@ def check_verl_placement(config, settings=None) -> None:
     problems = verl_placement_problems(config, settings)
     if problems:
         raise ValueError("; ".join(problems))
+
+
+def with_verl_router(settings, config, router_address: str | None):
+    """``judge.backend=openai judge.base_url=verl``: the judge is the model verl serves (``reward.reward_model.*``),
+    reached through the router address verl hands the reward manager; other settings come back unchanged."""
+    judge = settings.judge
+    if judge.backend != "openai" or judge.base_url != "verl":
+        return settings
+    # A composition in which verl's judge sleeps for good, or never streams, is refused at start, not found out
+    # by every routed group falling back at its deadline.
+    check_verl_placement(config, settings)
+    if not router_address:
+        raise ValueError(
+            "reward.arena.judge.base_url=verl needs verl to serve the judge: set reward.reward_model.enable=true "
+            "and reward.reward_model.model_path"
+        )
+    model = judge.model_path or config.reward.reward_model.model_path
+    return dataclasses.replace(
+        settings, judge=dataclasses.replace(judge, base_url=f"http://{router_address}/v1", model_path=model)
+    )

@@ -19,7 +19,7 @@ How the GPUs are asked for (the installed verl 0.9.1, vLLM and this package; pat
 * verl's distillation teacher pool: ``[distillation.n_gpus_per_node] * distillation.nnodes`` when
   ``distillation.enabled`` (trainer_base.py:844), the same way.
 * this package's ``vllm`` judge: each engine is ONE Ray actor with ``num_gpus=tensor_parallel_size``
-  (arena_verl/judge/vllm_backend.py:100), so its GPUs are on one node; in an actor outside a placement group vLLM
+  (arena_verl/judge/backends/vllm_backend.py), so its GPUs are on one node; in an actor outside a placement group vLLM
   picks its ``mp`` executor (vllm/config/parallel.py:995-1030): the TP workers are processes on the actor's node.
   Each referee builds its own judge (arena_verl/referee_actor.py:28): ``num_referees * num_engines`` engines, started
   with the referees on the first routed group, i.e. after verl's pools have their placement groups.

@@ -16,6 +16,7 @@ import choix
 import numpy as np
 from scipy.optimize import minimize
 
+from arena_verl.core.options import DEFAULT_L2
 from arena_verl.tournament import LiveScheduler, SimulatedJudge, fit_bradley_terry_batch
 
 
@@ -73,7 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--groups", type=int, default=1024)
     parser.add_argument("--sizes", default="8,16")
-    parser.add_argument("--l2", type=float, default=0.1)
+    parser.add_argument("--l2", type=float, default=DEFAULT_L2)
     parser.add_argument("--repeats", type=int, default=5, help="median of this many runs (loops: 1 run)")
     args = parser.parse_args()
 

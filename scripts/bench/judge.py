@@ -63,8 +63,8 @@ def main() -> None:
     import ray
     from transformers import AutoTokenizer
 
-    from arena_verl.judge.transformers_backend import render_chat
-    from arena_verl.judge.vllm_backend import VLLMJudge
+    from arena_verl.judge.backends.transformers_backend import render_chat
+    from arena_verl.judge.backends.vllm_backend import VLLMJudge
     from arena_verl.settings import JudgeSettings
     from arena_verl.testing.toy import build_toy_model
 

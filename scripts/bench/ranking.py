@@ -10,7 +10,7 @@ with 5% ties, so that a strategy is not tuned to one simulator.
 ``--soft-vs-hard`` runs one table instead: ``live`` and ``paced`` at live's budget (63% first-position preference,
 logistic judge) with hard verdicts against the same judge reporting probabilities (``verdict="probability"``: the
 law's P(first is better) with per-call Beta noise of concentration kappa, ``--concentrations``; mean the law's, variance
-a hard verdict's over kappa + 1; :meth:`arena_verl.judge.simulated_law.VerdictLaw.probability`). Hard and soft
+a hard verdict's over kappa + 1; :meth:`arena_verl.judge.simulated.law.VerdictLaw.probability`). Hard and soft
 tournaments see the same groups and the same per-pair uniforms (coupled), so soft - hard is paired too.
 
     python scripts/bench/ranking.py                 # full run (>= 400 groups per cell), tables + PNG + markdown
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import kendalltau
 
-from arena_verl.judge.simulated_law import DEFAULT_CONCENTRATION
+from arena_verl.judge.simulated.law import DEFAULT_CONCENTRATION
 from arena_verl.tournament import (
     SimulatedJudge,
     live_call_count,

@@ -268,7 +268,7 @@ def record_generations(judge, store: list[dict], tokenizer) -> None:
     """Wrap the judge's ``_generate`` to keep its raw replies and their token counts (the judge code itself is
     unchanged)."""
     from arena_verl.judge import parse_verdict
-    from arena_verl.judge.transformers_backend import render_chat
+    from arena_verl.judge.backends.transformers_backend import render_chat
 
     inner = judge._generate
 
@@ -286,8 +286,8 @@ def record_generations(judge, store: list[dict], tokenizer) -> None:
 
 def record_reads(judge, reads: list[dict], readings: list[dict], tokenizer) -> None:
     """Wrap the judge's probability reads (one position each: one token out) and keep each call's label reading."""
-    import arena_verl.judge.model_judge as model_judge
-    from arena_verl.judge.transformers_backend import render_chat
+    import arena_verl.judge.backends.model_judge as model_judge
+    from arena_verl.judge.backends.transformers_backend import render_chat
 
     inner = judge._next_token_probs
 

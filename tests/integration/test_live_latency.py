@@ -13,7 +13,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from arena_verl.judge import Trace, make_judge
-from arena_verl.judge.simulated import SimulatedTraceJudge
+from arena_verl.judge.simulated.trace_judge import SimulatedTraceJudge
 from arena_verl.settings import JudgeSettings, settings_from_config
 from helpers.scripts import load_script
 

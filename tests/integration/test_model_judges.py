@@ -11,8 +11,8 @@ from aiohttp import web
 
 from arena_verl.core.names import FALLBACK_JUDGE_ERROR
 from arena_verl.judge import Trace
-from arena_verl.judge.model_judge import ModelJudge, PermanentJudgeError
-from arena_verl.judge.openai_backend import OpenAIJudge
+from arena_verl.judge.backends.model_judge import ModelJudge, PermanentJudgeError
+from arena_verl.judge.backends.openai_backend import OpenAIJudge
 from arena_verl.settings import ArenaSettings, JudgeSettings
 from arena_verl.testing.toy import build_toy_model
 from helpers.ray_local import local_ray
@@ -167,9 +167,9 @@ def test_transformers_reads_verdict_probabilities_from_one_forward_pass(toy_mode
     position's logits (a direct torch computation of the same prompt), renormalised over the label tokens."""
     import torch
 
-    from arena_verl.judge.label_probs import pairwise_targets
-    from arena_verl.judge.messages import build_pairwise_messages
-    from arena_verl.judge.transformers_backend import TransformersJudge, render_chat
+    from arena_verl.judge.backends.transformers_backend import TransformersJudge, render_chat
+    from arena_verl.judge.prompting.messages import build_pairwise_messages
+    from arena_verl.judge.verdicts.label_probs import pairwise_targets
 
     judge = TransformersJudge(JudgeSettings(backend="transformers", model_path=str(toy_model), verdict="probability",
                                             low_mass_floor=0.5, **{**FAST, "parse_retries": 0}))  # fmt: skip

@@ -7,11 +7,16 @@ from types import SimpleNamespace
 import pytest
 import ray
 
-from arena_verl import reward_manager
 from arena_verl.core.names import FALLBACK_REFEREE_LOST
 from arena_verl.core.referee import Submission, Verdict
 from arena_verl.judge import Trace
 from arena_verl.settings import ArenaSettings
+from arena_verl.verify.math_verifier import VerifyResult
+from arena_verl.verl_edge import referee_client
+from arena_verl.verl_edge.extra_info import sample_key
+from arena_verl.verl_edge.judge_placement import with_verl_router
+from arena_verl.verl_edge.reward_manager import ArenaRewardManager
+from arena_verl.verl_edge.scorers import Scorers
 
 
 class DeadHandle:
@@ -30,12 +35,11 @@ class DeadHandle:
 
 
 def verdict_with(handle, monkeypatch, patience=0.5):
-    monkeypatch.setattr(reward_manager, "referee_handle", lambda settings, uid: handle)
-    monkeypatch.setattr(reward_manager, "_UNAVAILABLE_PATIENCE_S", patience)
-    manager = reward_manager.ArenaRewardManager.__new__(reward_manager.ArenaRewardManager)
-    manager.settings = ArenaSettings(group_size=8)
+    monkeypatch.setattr(referee_client, "referee_handle", lambda settings, uid: handle)
+    monkeypatch.setattr(referee_client, "UNAVAILABLE_PATIENCE_S", patience)
+    client = referee_client.RefereeClient(ArenaSettings(group_size=8))
     submission = Submission("u", "k", "p", Trace("t"), verifier_reward=1.0)
-    return asyncio.run(manager._referee_verdict(submission))
+    return asyncio.run(client.verdict(submission))
 
 
 @pytest.mark.parametrize("error", [ray.exceptions.ActorDiedError(), RuntimeError("boom"), asyncio.TimeoutError()])
@@ -52,18 +56,18 @@ def test_an_unavailable_referee_is_retried_until_patience_runs_out(monkeypatch):
 
 
 def test_sample_keys_and_math_sources():
-    assert reward_manager._sample_key(3) == "session-3"
-    assert reward_manager._sample_key(None) != reward_manager._sample_key(None)  # one per call
+    assert sample_key(3) == "session-3"
+    assert sample_key(None) != sample_key(None)  # one per call
     # The manager routes by the one data-source rule (arena_verl.core.sources) with its own settings' lists.
     manager = SimpleNamespace(settings=ArenaSettings())
-    source = functools.partial(reward_manager.ArenaRewardManager._source, manager)
+    source = functools.partial(ArenaRewardManager._source, manager)
     assert source("openai/gsm8k").verifier == "math" and source("math_dapo").verifier == "math"
     assert source("gpqa_diamond").verifier == "multiple_choice"
     assert source("codecontests").verifier == "verl" and source("codecontests").template == "code"
     assert source("trivia").verifier == "verl" and source("trivia", "math").verifier == "math"  # the row's ability
     everything = SimpleNamespace(settings=ArenaSettings(math_data_sources=("*",)))
-    assert reward_manager.ArenaRewardManager._source(everything, "trivia").verifier == "math"
-    assert reward_manager.ArenaRewardManager._source(everything, "codecontests").verifier == "math"  # "*": all
+    assert ArenaRewardManager._source(everything, "trivia").verifier == "math"
+    assert ArenaRewardManager._source(everything, "codecontests").verifier == "math"  # "*": all
 
 
 def test_verl_served_judge_uses_the_router_address():
@@ -86,13 +90,13 @@ def test_verl_served_judge_uses_the_router_address():
             },
         }
     )
-    settings = reward_manager._with_verl_router(settings_from_config(config), config, "127.0.0.1:8000")
+    settings = with_verl_router(settings_from_config(config), config, "127.0.0.1:8000")
     assert settings.judge.base_url == "http://127.0.0.1:8000/v1" and settings.judge.model_path == "/models/judge"
     with pytest.raises(ValueError, match="reward.reward_model.enable=true"):
-        reward_manager._with_verl_router(settings_from_config(config), config, None)
+        with_verl_router(settings_from_config(config), config, None)
     config.reward.reward_model.rollout.free_cache_engine = True  # verl's default: the judge would sleep for good
     with pytest.raises(ValueError, match="free_cache_engine"):
-        reward_manager._with_verl_router(settings_from_config(config), config, "127.0.0.1:8000")
+        with_verl_router(settings_from_config(config), config, "127.0.0.1:8000")
 
 
 def test_verl_reward_fn_is_the_verifier():
@@ -106,9 +110,9 @@ def test_multiple_choice_sources_are_scored_by_letter_not_by_verls_default():
     """verl 0.9.1's default_compute_score has no GPQA scorer (it raises, which would score every sample 0)."""
     from verl.utils.reward_score import default_compute_score
 
-    manager = reward_manager.ArenaRewardManager.__new__(reward_manager.ArenaRewardManager)
+    manager = ArenaRewardManager.__new__(ArenaRewardManager)
     manager.settings = ArenaSettings(group_size=8)
-    manager.user_scorer, manager.default_scorer = None, default_compute_score
+    manager.scorers = Scorers(None, default_compute_score)
 
     def verify(text, truth, source="gpqa_diamond"):
         async def run():
@@ -117,7 +121,7 @@ def test_multiple_choice_sources_are_scored_by_letter_not_by_verls_default():
 
         return asyncio.run(run())
 
-    assert verify("... so the answer is \\boxed{C}", "C") == reward_manager.VerifyResult(1.0, "correct")
+    assert verify("... so the answer is \\boxed{C}", "C") == VerifyResult(1.0, "correct")
     assert verify("\\boxed{B}", "C").status == "wrong"
     assert verify("\\boxed{B} or \\boxed{C}", "C").status == "no_answer"  # a hedge never wins
     assert verify("\\boxed{C}", "not a letter").status == "error"  # a broken data file: counted, no crash
@@ -132,9 +136,9 @@ def test_multiple_choice_sources_are_scored_by_letter_not_by_verls_default():
 )  # fmt: skip
 def test_acc_of_a_reward_function_is_its_own_acc_or_a_full_score(result, solved):
     """A code scorer's fraction of passed tests (0.3) is not a solved problem (pass@k and DAPO's acc filter)."""
-    manager = reward_manager.ArenaRewardManager.__new__(reward_manager.ArenaRewardManager)
+    manager = ArenaRewardManager.__new__(ArenaRewardManager)
     manager.settings = ArenaSettings(group_size=8)
-    manager.user_scorer, manager.default_scorer = None, lambda **kwargs: result
+    manager.scorers = Scorers(None, lambda **kwargs: result)
 
     async def run():
         manager.loop = asyncio.get_running_loop()
@@ -158,11 +162,11 @@ def test_the_arenas_own_reward_fn_keeps_the_managers_routing():
                        "sandbox_fusion": {"url": "http://sandbox:8080/run_code", "max_concurrent": 4},
                        "arena": {"mode": "rlvr"}},
         })  # fmt: skip
-        return reward_manager.ArenaRewardManager(config, tokenizer=None, compute_score=function)
+        return ArenaRewardManager(config, tokenizer=None, compute_score=function)
 
     ours = manager_for("pkg://arena_verl.verl_reward_fn")
-    assert ours.user_scorer is None
-    assert ours.default_scorer.keywords["sandbox_fusion_url"] == "http://sandbox:8080/run_code"
+    assert ours.scorers.user is None
+    assert ours.scorers.default.keywords["sandbox_fusion_url"] == "http://sandbox:8080/run_code"
 
     async def verify(manager, source, text, truth):
         manager.loop = asyncio.get_running_loop()
@@ -174,5 +178,5 @@ def test_the_arenas_own_reward_fn_keeps_the_managers_routing():
         return 0.25
 
     users = manager_for("/home/me/my_reward.py", users_fn)  # a user's own function replaces the routing (documented)
-    assert users.user_scorer is users_fn
+    assert users.scorers.user is users_fn
     assert asyncio.run(verify(users, "gpqa_diamond", "\\boxed{A}", "A")).score == 0.25

@@ -246,9 +246,29 @@ def test_bounded_kills_what_the_command_started_even_outside_its_process_group(t
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, env={**os.environ, MARK: mark})
     assert done.returncode == 124 and time.monotonic() - started < 30
-    assert "started" in log.read_text()
+    assert "started" in log.read_text() and "started" not in done.stdout  # the log only
     assert_nothing_left(mark, wait_s=5)
     missing = subprocess.run([*command[:8], "--", "/nonexistent/command"], capture_output=True, text=True, timeout=30)
+    assert missing.returncode == 127 and "cannot start" in log.read_text()
+
+
+def test_bounded_without_psutil_stops_the_process_group_and_keeps_its_codes(tmp_path):
+    """The one supervisor without psutil: no subreaper, only the process group is stopped; the codes are the same."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(BLOCKER)
+    mark = uuid.uuid4().hex
+    env = {**os.environ, "PYTHONPATH": str(blocker), "SMOKE_TEST_BLOCK": "psutil", MARK: mark}
+    assert subprocess.run([sys.executable, "-c", "import psutil"], env=env, capture_output=True).returncode != 0
+    log = tmp_path / "bounded.log"
+    command = [sys.executable, "-m", "arena_verl.tools.gpu_smoke", "bounded", "--timeout", "1", "--log", str(log), "--",
+               "bash", "-c", "echo started; sleep 120 & wait"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 124, done.stderr
+    assert "started" in log.read_text() and "started" not in done.stdout  # the log only
+    assert_nothing_left(mark, wait_s=5)
+    missing = subprocess.run([*command[:8], "--", "/nonexistent/command"], capture_output=True, text=True, timeout=30,
+                             env=env)  # fmt: skip
     assert missing.returncode == 127 and "cannot start" in log.read_text()
 
 

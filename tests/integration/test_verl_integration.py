@@ -40,7 +40,11 @@ def manager_factory(ray_cluster, tokenizer_path):
         name = f"referee_{uuid.uuid4().hex[:8]}"
         # A sharp SIMULATED judge, so that one tournament's order reliably follows the hidden quality. One reward
         # worker unless a test needs a group's samples spread over workers (each worker's start costs seconds).
-        base = [f"reward.arena.referee_name={name}", "reward.arena.judge.sim_sharpness=4", f"reward.num_workers={workers}"]
+        base = [
+            f"reward.arena.referee_name={name}",
+            "reward.arena.judge.sim_sharpness=4",
+            f"reward.num_workers={workers}",
+        ]
         config = compose_config(tokenizer_path, [*base, *overrides])
         manager = RewardLoopManager(config)
         created.append(manager)

@@ -18,7 +18,14 @@ import time
 
 from arena_verl.core.judge_protocol import Judge
 from arena_verl.core.limiter import PRIORITY_COMPLETE, PriorityLimiter
-from arena_verl.core.names import FALLBACK_DEADLINE, FALLBACK_JUDGE_ERROR, FALLBACK_LATE, FALLBACK_OVERFLOW
+from arena_verl.core.names import (
+    FALLBACK_DEADLINE,
+    FALLBACK_JUDGE_ERROR,
+    FALLBACK_LATE,
+    FALLBACK_OVERFLOW,
+    ROUTE_POINTWISE,
+    ROUTE_TOURNAMENT,
+)
 from arena_verl.core.options import RefereeOptions
 from arena_verl.core.referee.admission import (
     LatencyEstimate,
@@ -38,13 +45,7 @@ from arena_verl.core.referee.groups import (
 )
 from arena_verl.core.referee.metrics import StepCounters, derive_metrics, group_counts, position_figures
 from arena_verl.core.referee.speculation import Speculation, speculation_step
-from arena_verl.core.routing import (
-    ROUTE_POINTWISE,
-    ROUTE_TOURNAMENT,
-    is_uniform,
-    route_of,
-    tournament_rewards,
-)
+from arena_verl.core.routing import is_uniform, route_of, tournament_rewards
 from arena_verl.core.tournament import Tournament, contained, valid_outcome
 
 logger = logging.getLogger(__name__)

@@ -1,9 +1,10 @@
 """Trace tournaments: pair scheduling, order debiasing, Bradley-Terry fits and rewards.
 
 Pure numpy/scipy (layer L0): no Ray, verl, vLLM or HTTP imports, so it can be tested and benchmarked on its own.
-The simulated judge lives with the judges (:mod:`arena_verl.judge.simulated_pairs`).
+The simulated judge lives with the judges (:mod:`arena_verl.judge.simulated.pairs`).
 """
 
+from arena_verl.core.names import FAILURE_POLICIES, STRATEGIES
 from arena_verl.core.rewards import strengths_to_rewards
 from arena_verl.core.tournament.bradley_terry import (
     as_comparison_array,
@@ -13,7 +14,6 @@ from arena_verl.core.tournament.bradley_terry import (
 )
 from arena_verl.core.tournament.order import mirror, present
 from arena_verl.core.tournament.runner import (
-    FAILURE_POLICIES,
     Tournament,
     TournamentResult,
     contained,
@@ -22,7 +22,6 @@ from arena_verl.core.tournament.runner import (
     valid_outcome,
 )
 from arena_verl.core.tournament.schedulers import (
-    STRATEGIES,
     InfoGainScheduler,
     LiveScheduler,
     PacedScheduler,

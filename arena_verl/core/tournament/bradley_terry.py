@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from arena_verl.core.options import DEFAULT_L2
+
 __all__ = ["fit_bradley_terry", "fit_bradley_terry_batch", "bradley_terry_posterior", "as_comparison_array"]
 
 Comparison = tuple[int, int, float]
@@ -98,7 +100,7 @@ def _check_rows(rows: np.ndarray, num_items: np.ndarray, group: np.ndarray) -> N
 def fit_bradley_terry(
     num_items: int,
     comparisons: Iterable[Sequence[float]] | np.ndarray,
-    l2: float = 0.1,
+    l2: float = DEFAULT_L2,
     order_effect: bool = False,
     *,
     return_order_effect: bool = False,
@@ -144,7 +146,7 @@ def fit_bradley_terry(
 
 def fit_bradley_terry_batch(
     groups: Sequence[tuple[int, Any]],
-    l2: float = 0.1,
+    l2: float = DEFAULT_L2,
     order_effect: bool = False,
     *,
     return_order_effect: bool = False,
@@ -184,7 +186,7 @@ def fit_bradley_terry_batch(
 def bradley_terry_posterior(
     num_items: int,
     comparisons: Iterable[Sequence[float]] | np.ndarray,
-    l2: float = 0.1,
+    l2: float = DEFAULT_L2,
     order_effect: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Laplace approximation of the posterior over strengths: the MAP (as :func:`fit_bradley_terry`) and its

@@ -14,10 +14,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from arena_verl.core.names import FAILURE_POLICIES
+from arena_verl.core.options import DEFAULT_FINAL_CALLS, DEFAULT_L2, DEFAULT_PACE
 from arena_verl.core.tournament.bradley_terry import fit_bradley_terry
 from arena_verl.core.tournament.order import mirror, present
 from arena_verl.core.tournament.schedulers import make_scheduler
@@ -81,15 +83,7 @@ async def run_tournament(
     strategy: str = "live",
     budget: int | None = None,
     seed: int = 0,
-    *,
-    l2: float = 0.1,
-    order_effect: bool = False,
-    two_sided: bool = False,
-    mirror_augment: bool = False,
-    on_failure: str = "tie",
-    max_concurrency: int | None = None,
-    final_calls: int = 3,
-    pace: float = 3.0,
+    **options: Any,
 ) -> TournamentResult:
     """Run a tournament over ``num_items`` traces that arrive in index order.
 
@@ -107,19 +101,9 @@ async def run_tournament(
         pair costs two calls.
     seed : int
         Seeds the presentation order (and the ``random`` strategy).
-    l2, order_effect
-        Passed to :func:`fit_bradley_terry`.
-    two_sided : bool
-        Judge every pair in both orders, so that position bias cancels within the pair.
-    mirror_augment : bool
-        Fit on :func:`mirror` of the verdicts (the paper's augmentation).
-    on_failure : {"tie", "drop"}
-        What a failed call (the judge raised, returned ``None`` or an invalid outcome: see :func:`valid_outcome`)
-        becomes: a tie in the fit, or nothing. Either way it is counted in ``failed_calls`` and never becomes a win.
-    max_concurrency : int, optional
-        Cap on judge calls in flight.
-    final_calls, pace
-        The ``paced`` strategy's (see :class:`~arena_verl.core.tournament.schedulers.PacedScheduler`).
+    **options
+        The keyword arguments of :class:`Tournament` (``l2``, ``order_effect``, ``two_sided``, ``mirror_augment``,
+        ``on_failure``, ``max_concurrency``, ``prefix_aware``, ``final_calls``, ``pace``), with its defaults.
 
     Notes
     -----
@@ -127,51 +111,25 @@ async def run_tournament(
     trace arrives (as if traces arrived slower than verdicts), so a run is reproducible for a given seed and a judge
     whose verdicts depend only on its inputs and its own seeded generator.
     """
-    tournament = Tournament(
-        num_items,
-        judge,
-        strategy,
-        budget,
-        seed,
-        l2=l2,
-        order_effect=order_effect,
-        two_sided=two_sided,
-        mirror_augment=mirror_augment,
-        on_failure=on_failure,
-        max_concurrency=max_concurrency,
-        final_calls=final_calls,
-        pace=pace,
-    )
+    tournament = Tournament(num_items, judge, strategy, budget, seed, **options)
     for _ in range(num_items):
         tournament.add()
         await tournament.settle()
     return await tournament.finish()
 
 
-def planned_calls(
-    num_items: int,
-    strategy: str = "live",
-    budget: int | None = None,
-    *,
-    two_sided: bool = False,
-    final_calls: int = 3,
-    pace: float = 3.0,
-    l2: float = 0.1,
-    order_effect: bool = False,
-) -> int:
-    """Judge calls one group of ``num_items`` traces costs under this schedule, with no failed call and no load
-    shedding: the tournament itself, run with a judge that calls every pair a tie, so that the figure is the runner's
-    by construction (the count does not depend on the verdicts; the tests check it with random ones). Raises the
-    runner's ``ValueError`` for a schedule it refuses (a budget for ``live`` or ``round_robin``, one too small to
-    connect the group)."""
+def planned_calls(num_items: int, strategy: str = "live", budget: int | None = None, **options: Any) -> int:
+    """Judge calls one group of ``num_items`` traces costs under this schedule (``options`` as for
+    :func:`run_tournament`), with no failed call and no load shedding: the tournament itself, run with a judge that
+    calls every pair a tie, so that the figure is the runner's by construction (the count does not depend on the
+    verdicts; the tests check it with random ones). Raises the runner's ``ValueError`` for a schedule it refuses (a
+    budget for ``live`` or ``round_robin``, one too small to connect the group)."""
 
     async def tie(first: int, second: int) -> float:
         return 0.5
 
     async def count() -> int:
-        result = await run_tournament(num_items, tie, strategy, budget, two_sided=two_sided, final_calls=final_calls,
-                                      pace=pace, l2=l2, order_effect=order_effect)  # fmt: skip
-        return result.judge_calls
+        return (await run_tournament(num_items, tie, strategy, budget, **options)).judge_calls
 
     return asyncio.run(count())
 
@@ -181,7 +139,15 @@ class Tournament:
 
     ``add()`` registers the next trace and starts its matches at once; ``finish()``, called when the group is
     complete, spends what the scheduler still wants, waits for every verdict and fits the strengths. ``cancel()``
-    stops the calls in flight (a group that turned out diverse). Arguments are those of :func:`run_tournament`.
+    stops the calls in flight (a group that turned out diverse). ``num_items``, ``judge``, ``strategy``, ``budget``
+    and ``seed`` are those of :func:`run_tournament`; the options: ``l2`` and ``order_effect`` go to
+    :func:`fit_bradley_terry`; ``two_sided`` judges every pair in both orders (position bias cancels within the
+    pair); ``mirror_augment`` fits on :func:`mirror` of the verdicts (the paper's augmentation); ``on_failure``
+    (``"tie"`` or ``"drop"``) is what a failed call (the judge raised, returned ``None`` or an invalid outcome: see
+    :func:`valid_outcome`) becomes in the fit, counted in ``failed_calls`` either way and never a win;
+    ``max_concurrency`` caps the calls in flight; ``prefix_aware`` orders calls for the judge's prefix cache;
+    ``final_calls`` and ``pace`` are the ``paced`` strategy's (see
+    :class:`~arena_verl.core.tournament.schedulers.PacedScheduler`).
     Verdicts are recorded in the order the calls were made, so the result does not depend on judge latency.
 
     ``wait_for_verdicts`` decides what an arrival sees when traces come faster than verdicts. False (eager): its
@@ -203,7 +169,7 @@ class Tournament:
         budget: int | None = None,
         seed: int = 0,
         *,
-        l2: float = 0.1,
+        l2: float = DEFAULT_L2,
         order_effect: bool = False,
         two_sided: bool = False,
         mirror_augment: bool = False,
@@ -211,8 +177,8 @@ class Tournament:
         max_concurrency: int | None = None,
         prefix_aware: bool = False,
         wait_for_verdicts: bool = False,
-        final_calls: int = 3,
-        pace: float = 3.0,
+        final_calls: int = DEFAULT_FINAL_CALLS,
+        pace: float = DEFAULT_PACE,
         idle_gate: Callable[[bool], bool] | None = None,
     ):
         if on_failure not in FAILURE_POLICIES:

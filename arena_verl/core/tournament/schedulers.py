@@ -25,6 +25,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from arena_verl.core.names import FIXED_COUNT_STRATEGIES, STRATEGIES
+from arena_verl.core.options import DEFAULT_FINAL_CALLS, DEFAULT_L2, DEFAULT_PACE
 from arena_verl.core.tournament.bradley_terry import bradley_terry_posterior
 
 __all__ = [
@@ -188,7 +189,7 @@ class InfoGainScheduler(Scheduler):
         *,
         per_arrival: int = 1,
         round_size: int | None = None,
-        l2: float = 0.1,
+        l2: float = DEFAULT_L2,
         order_effect: bool = False,
     ):
         super().__init__(num_items)
@@ -274,9 +275,9 @@ class PacedScheduler(InfoGainScheduler):
         num_items: int,
         budget: int | None = None,
         *,
-        final_calls: int = 3,
-        pace: float = 3.0,
-        l2: float = 0.1,
+        final_calls: int = DEFAULT_FINAL_CALLS,
+        pace: float = DEFAULT_PACE,
+        l2: float = DEFAULT_L2,
         order_effect: bool = False,
     ):
         super().__init__(num_items, budget, per_arrival=1, l2=l2, order_effect=order_effect)
@@ -342,10 +343,10 @@ def make_scheduler(
     budget: int | None = None,
     *,
     seed: int | np.random.Generator | None = 0,
-    l2: float = 0.1,
+    l2: float = DEFAULT_L2,
     order_effect: bool = False,
-    final_calls: int = 3,
-    pace: float = 3.0,
+    final_calls: int = DEFAULT_FINAL_CALLS,
+    pace: float = DEFAULT_PACE,
 ) -> Scheduler:
     """Build the scheduler named ``strategy`` (one of :data:`STRATEGIES`).
 

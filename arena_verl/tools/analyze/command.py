@@ -14,15 +14,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from arena_verl.core.errors import EXIT_OK
+from arena_verl.core.errors import EXIT_OK, guarded
 from arena_verl.data.dumps import blank_line_note, disagreement_note, duplicate_note
 from arena_verl.evaluation.groups import count_dump_lines, read_groups
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.tables import percent
 from arena_verl.tools.analyze.report import write_report
 from arena_verl.tools.analyze.summary import judge_calls_per_step, summarise
-from arena_verl.tools.errors import guarded
-from arena_verl.tools.options import add_data, add_verification, scoring_options
+from arena_verl.tools.common.options import add_data, add_verification, scoring_options
 
 __all__ = ["configure_parser", "run", "main"]
 

@@ -1,13 +1,11 @@
 """The report folder: ``summary.json``, one PNG per plot (matplotlib, Agg backend) and ``index.html``, a
-self-contained page (inline style, no script, no network) that shows the plots and the tables of the summary."""
+self-contained page (inline style, no script, no network) that shows the plots and the tables of the summary; drawn
+and written with :mod:`arena_verl.tools.common.html_report`, as the audit's report is."""
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
-import os
-import tempfile
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
@@ -15,15 +13,22 @@ from typing import Any
 
 import numpy as np
 
+from arena_verl.core.errors import write_output
 from arena_verl.evaluation.groups import Group
 from arena_verl.evaluation.tables import number, percent
-from arena_verl.tools.errors import InputError, write_output
+from arena_verl.tools.common.html_report import (
+    ALL_CORRECT,
+    ALL_INCORRECT,
+    MIXED,
+    STYLE,
+    UNVERIFIED,
+    draw_all,
+    html_table,
+    legend,
+)
 
 __all__ = ["PLOTS", "write_report"]
 
-ALL_CORRECT, ALL_INCORRECT, MIXED, UNVERIFIED = "#2a9d8f", "#e76f51", "#b8c0c8", "#8d99ae"
-_DPI = 110
-_PLOT_RIGHT = 0.8  # where the axes end (a share of the figure width); legends go beyond it
 _MAX_SOURCES = 30  # data sources drawn (most groups first); the page's table has them all
 _LABEL_CHARS = 48  # a longer name is cut in a plot (the page's table shows it whole)
 
@@ -39,7 +44,7 @@ def write_report(summary: dict[str, Any], groups: list[Group], out: str | Path, 
     matplotlib.use("Agg")  # files only: no display, and the same pixels everywhere
     out = Path(out)
     write_output(out / "summary.json", json.dumps(summary, indent=2) + "\n", what="summary")
-    figures = draw_all(PLOTS, summary, groups, out)
+    figures = draw_all(PLOTS, summary, groups, out, fit_to_labels=("data_sources",))  # long source names
     page = out / "index.html"
     write_output(page, _page(summary, figures, inputs), what="report page")
     return page
@@ -55,57 +60,6 @@ def literal(text: str, limit: int = _LABEL_CHARS) -> str:
 
 
 # --------------------------------------------------------------------------------------------------------- plots
-
-
-def draw_all(plots: dict, summary: dict, data, out: Path) -> list[tuple[str, str]]:
-    """Every plot of ``plots`` (name -> (caption, plot function)) into ``out/<name>.png``; returns (file, caption) of
-    those drawn. A plot without data is not drawn, and its file from an earlier report into the same folder is removed
-    (it would be stale)."""
-    figures = []
-    for name, (caption, plot) in plots.items():
-        if draw(plot, summary, data, out / f"{name}.png"):
-            figures.append((f"{name}.png", caption))
-        else:
-            with contextlib.suppress(FileNotFoundError):
-                (out / f"{name}.png").unlink()
-    return figures
-
-
-def draw(plot: Callable, summary: dict, groups: list[Group], path: Path) -> bool:
-    import matplotlib.pyplot as plt
-
-    # The defaults, whatever the user's matplotlibrc says (text.usetex would read every label as TeX).
-    with plt.style.context("default"), plt.rc_context({"text.usetex": False}):
-        figure, axes = plt.subplots(figsize=(9, 3.6), dpi=_DPI)
-        try:
-            return _draw_on(figure, axes, plot, summary, groups, path)
-        finally:
-            plt.close(figure)
-
-
-def _draw_on(figure, axes, plot: Callable, summary: dict, groups: list[Group], path: Path) -> bool:
-    if not plot(axes, summary, groups):
-        return False
-    axes.spines[["top", "right"]].set_visible(False)
-    if plot is _data_sources:  # data source names need a left margin of their own
-        figure.tight_layout(rect=(0, 0, _PLOT_RIGHT, 1))
-    else:  # the same margins on every plot over steps, so that their step axes line up on the page
-        figure.subplots_adjust(left=0.08, right=_PLOT_RIGHT, bottom=0.15, top=0.88)
-    _save_png(figure, path)
-    return True
-
-
-def _save_png(figure, path: Path) -> None:
-    """``path`` whole or not at all (a temporary file, then a rename), as :func:`write_output` does for text."""
-    try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        with os.fdopen(fd, "wb") as handle:
-            figure.savefig(handle, format="png")
-        os.replace(temporary, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError, UnboundLocalError):
-            os.unlink(temporary)
-        raise InputError(f"plot {path}: cannot be written ({exc.strerror or exc}); summary.json was written") from None
 
 
 def _step_axis(axes, steps: list[dict]) -> tuple[np.ndarray, float]:
@@ -231,11 +185,6 @@ def _stacked_histogram(axes, split: dict[str, list[float]], bins) -> None:
     legend(axes)
 
 
-def legend(axes) -> None:
-    """Beside the plot, where no bar can hide under it."""
-    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize="small")
-
-
 # (file name without .png) -> (caption, plot): the page shows them in this order; a plot without data is left out.
 PLOTS = {
     "alpha": (
@@ -256,20 +205,6 @@ PLOTS = {
 
 
 # ---------------------------------------------------------------------------------------------------------- page
-
-STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 2rem auto; max-width: 1100px;
-       color: #1d2731; padding: 0 1rem; line-height: 1.45; }
-h1 { font-size: 1.6rem; margin-bottom: .2rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
-.inputs { color: #5c6b7a; font-size: .9rem; } .headline { font-size: 1.1rem; background: #f1f5f8;
-       border-left: 4px solid #2a9d8f; padding: .8rem 1rem; }
-table { border-collapse: collapse; font-size: .85rem; font-variant-numeric: tabular-nums; }
-th, td { padding: .25rem .45rem; border-bottom: 1px solid #dde3e9; text-align: right; }
-th:first-child, td:first-child { text-align: left; white-space: nowrap; } th { background: #f1f5f8; }
-.scroll { max-height: 28rem; overflow-y: auto; } figure { margin: 1.2rem 0; }
-figure img { max-width: 100%; } figcaption { color: #5c6b7a; font-size: .9rem; }
-.notes li { color: #7a4b00; }
-"""
 
 # (summary key, column title, formatter)
 _COLUMNS = (
@@ -353,9 +288,3 @@ def _cost_line(totals: dict) -> str:
         f"<p>Judge calls: {number(totals['judge_calls'], 0)} over {totals['steps']} steps, "
         f"{number(totals['judge_calls_per_recovered_group'], 1)} per recovered group.</p>"
     )
-
-
-def html_table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

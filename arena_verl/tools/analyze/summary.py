@@ -16,7 +16,7 @@ could score, see the groups module; ``single_sample_groups`` the groups of one s
 n=1, which have no group advantage to lose), so alpha is never diluted or inflated by them. Response lengths
 (characters) and rewards cover every sample.
 Judge calls per step come from verl's file logger (``--metrics``, ``arena/judge_calls``), read by
-:mod:`arena_verl.tools.runlog`.
+:mod:`arena_verl.data.metrics_log`, as ``runlog`` reads them.
 """
 
 from __future__ import annotations
@@ -28,13 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from arena_verl.data.dumps import EvaluationInputError
-from arena_verl.evaluation.groups import DUPLICATE_UID, Group
-from arena_verl.tools.runlog import metrics_files, step_rows
+from arena_verl.data.dump_files import EvaluationInputError
+from arena_verl.data.metrics_log import metric_value, metrics_files, scan_records, training_steps
+from arena_verl.evaluation.groups import Group
+from arena_verl.evaluation.verified import DUPLICATE_UID
 
 __all__ = ["NON_DIVERSE", "count_groups", "judge_calls_per_step", "summarise"]
 
 NON_DIVERSE = ("all_correct", "all_incorrect")
+_JUDGE_CALLS = "arena/judge_calls"  # the tracker's metric
 _REWARD_BINS = 10
 
 
@@ -132,13 +134,8 @@ def judge_calls_per_step(metrics: str | Path) -> dict[int, float | None]:
     logged by several attempts: the later attempt's record wins."""
     steps: dict[int, float | None] = {}
     for file in metrics_files_of(Path(metrics)):
-        try:
-            rows = step_rows(file)
-        except OSError as exc:
-            raise EvaluationInputError(f"--metrics {file}: cannot be read ({exc.strerror or exc})") from None
-        for row in rows:
-            if row["step"] is not None:  # a record whose step is no finite number names no step
-                steps[int(row["step"])] = row["judge_calls"]
+        for step, logged in training_steps(scan_records(file).records).items():  # an unreadable file: InputError
+            steps[step] = metric_value(logged.get(_JUDGE_CALLS))
     if not steps:
         raise EvaluationInputError(
             f"--metrics {metrics}: no training step logged (verl's file logger writes training/global_step)"
@@ -148,7 +145,7 @@ def judge_calls_per_step(metrics: str | Path) -> dict[int, float | None]:
 
 def metrics_files_of(path: Path) -> list[Path]:
     """The metrics files ``--metrics`` names, oldest attempt first: the file; ``RUN_DIR`` (its ``metrics.jsonl`` and
-    ``metrics/*.jsonl``, as :func:`arena_verl.tools.runlog.metrics_files`); or a folder of ``*.jsonl`` (the metrics
+    ``metrics/*.jsonl``, as :func:`arena_verl.data.metrics_log.metrics_files`); or a folder of ``*.jsonl`` (the metrics
     folder). An entry that is not a regular file (a dangling symlink, a folder) is an error naming it."""
     if not path.is_dir():
         if not path.is_file():

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError
+from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError, guarded
 from arena_verl.core.names import VERDICT_MODES
 from arena_verl.data.dumps import blank_line_note, disagreement_note, duplicate_note
 from arena_verl.evaluation.audit import audit_figures
@@ -34,9 +34,8 @@ from arena_verl.tools.audit.judging import CallMeasure, judge_pairs
 from arena_verl.tools.audit.pairs_file import PAIRS_FILE, PairsFile, PairsInputError, PairsWriteError, audited
 from arena_verl.tools.audit.report import write_report
 from arena_verl.tools.audit.selection import AuditDump, PairToJudge, read_audit_groups, select_pairs
-from arena_verl.tools.errors import guarded
-from arena_verl.tools.options import add_data, add_verification, check_verification, scoring_options
-from arena_verl.tools.score.judging import digest
+from arena_verl.tools.common.dump_groups import response_digest
+from arena_verl.tools.common.options import add_data, add_verification, check_verification, scoring_options
 
 __all__ = ["DEFAULT_MAX_PAIRS", "configure_parser", "main", "run"]
 
@@ -212,7 +211,7 @@ def pair_record(
         **settings,
         "judge_backend": backend,
         "simulated": backend == "simulated",
-        "digests": [digest(group.responses[pair.first]), digest(group.responses[pair.second])],
+        "digests": [response_digest(group.responses[pair.first]), response_digest(group.responses[pair.second])],
         "dump_file": group.dump_file,
         "outcomes": [call.outcome for call in calls],
         "low_mass": [call.low_mass for call in calls],
@@ -263,7 +262,10 @@ def _check_same_dump(out: PairsFile, pairs: list[PairToJudge], found: AuditDump)
             )
     for pair in pairs:
         line = out.by_pair.get(pair.id)
-        responses = [digest(pair.group.responses[pair.first]), digest(pair.group.responses[pair.second])]
+        responses = [
+            response_digest(pair.group.responses[pair.first]),
+            response_digest(pair.group.responses[pair.second]),
+        ]
         if line is not None and line["digests"] != responses:
             raise PairsInputError(
                 f"{out.path}: pair {pair.id} was judged on other responses than this dump's (another run's dump?): "

@@ -6,10 +6,11 @@ bool or anything out of range is a call without a verdict), and whatever the jud
 call without a verdict too (:func:`~arena_verl.core.tournament.contained`), as in training.
 
 **Per-call measures.** ``seconds``: wall-clock time of the call as the caller sees it. The judge's counters
-(:class:`~arena_verl.judge.base.JudgeStats`: ``low_mass``, and ``tokens_in`` / ``tokens_out`` where a judge keeps
-them) are shared by every call in flight, so each increment is credited to the call that made it: the stats object's
-class is swapped, for the run, for a subclass whose ``__setattr__`` adds each change of a counter to the current
-call's meter (a context variable, which asyncio copies into the tasks a call starts). Token counts, in this order:
+(:class:`~arena_verl.core.judge_protocol.JudgeStats`: ``low_mass``, and ``tokens_in`` / ``tokens_out`` where a judge
+keeps them) are shared by every call in flight, so each increment is credited to the call that made it: the stats
+object's class is swapped, for the run, for a subclass whose ``__setattr__`` adds each change of a counter to the
+current call's meter (a context variable, which asyncio copies into the tasks a call starts). Token counts, in this
+order:
 
 1. the judge's own counters ``stats.tokens_in`` / ``stats.tokens_out`` (what the engine read and generated), where
    its stats have them;
@@ -33,12 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena_verl.core.errors import InputError
+from arena_verl.core.judge_protocol import Trace
 from arena_verl.core.tournament import contained, valid_outcome
-from arena_verl.judge.base import Trace
 from arena_verl.judge.factory import make_judge
 from arena_verl.settings import JudgeSettings
 from arena_verl.tools.audit.selection import PairToJudge
-from arena_verl.tools.judge_runs import ray_for_judge, run_workers
+from arena_verl.tools.common.judge_runs import ray_for_judge, run_workers
 
 __all__ = ["STATS_TOKEN_FIELDS", "CallMeasure", "Metering", "judge_pairs", "judge_pairs_with"]
 
@@ -180,7 +181,7 @@ def _prompt_text(judge, messages: list[dict]) -> str:
     """The prompt as the judge's model reads it: through its chat template when the judge holds its tokenizer."""
     tokenizer = getattr(judge, "tokenizer", None)
     if tokenizer is not None:
-        from arena_verl.judge.transformers_backend import render_chat
+        from arena_verl.judge.backends.transformers_backend import render_chat
 
         return render_chat(tokenizer, messages)
     return "\n\n".join(str(m.get("content", "")) for m in messages)

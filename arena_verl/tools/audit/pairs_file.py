@@ -1,6 +1,6 @@
 """The audit's pairs file (``--out``/``pairs.jsonl``): one JSON line per judged pair (both orders), with the
-guarantees of every resumable file (:mod:`arena_verl.tools.resumable_file`: locked for one run, repaired after a kill,
-appended whole, this run's settings (:data:`RUN_KEYS`) on every line), keyed by pair."""
+guarantees of every resumable file (:mod:`arena_verl.tools.common.resumable_file`: locked for one run, repaired after
+a kill, appended whole, this run's settings (:data:`RUN_KEYS`) on every line), keyed by pair."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 from arena_verl.core.errors import InputError
 from arena_verl.core.tournament import valid_outcome
 from arena_verl.evaluation.audit import PAIR_KINDS, AuditedPair
-from arena_verl.tools.resumable_file import LineFormat, ResumableFile
+from arena_verl.tools.common.resumable_file import LineFormat, ResumableFile
 
 __all__ = ["PAIRS_FILE", "RUN_KEYS", "PairsFile", "PairsInputError", "PairsWriteError", "audited", "settings_text"]
 

@@ -1,5 +1,5 @@
-"""The audit's report folder: ``summary.json``, one PNG per plot and ``index.html``, drawn and written with the
-helpers of ``arena-verl analyze``'s report (:mod:`arena_verl.tools.analyze.report`: the same page style, the same
+"""The audit's report folder: ``summary.json``, one PNG per plot and ``index.html``, drawn and written as
+``arena-verl analyze``'s report is (:mod:`arena_verl.tools.common.html_report`: the same page style, the same
 matplotlib defaults, every file whole or not at all)."""
 
 from __future__ import annotations
@@ -11,35 +11,16 @@ from typing import Any
 
 import numpy as np
 
-from arena_verl.evaluation.audit import LABELLED, SAME_OUTCOME, AuditedPair
+from arena_verl.core.errors import write_output
+from arena_verl.evaluation.audit import FIGURES, LABELLED, SAME_OUTCOME, AuditedPair
 from arena_verl.evaluation.tables import number, percent
-from arena_verl.tools.analyze.report import ALL_CORRECT, ALL_INCORRECT, STYLE, draw_all, html_table, legend
-from arena_verl.tools.errors import write_output
+from arena_verl.tools.common.html_report import ALL_CORRECT, ALL_INCORRECT, STYLE, draw_all, html_table, legend
 
-__all__ = ["FIGURE_MEANINGS", "PLOTS", "write_report"]
+__all__ = ["PLOTS", "write_report"]
 
 _FIRST_ORDER, _SECOND_ORDER = "#264653", "#e9c46a"
 _BINS = np.linspace(-0.05, 1.05, 12)  # one bin per tenth, centred on 0, 0.1, ..., 1: 0, 0.5 and 1 fall apart
 
-# summary.json key -> what it means (the page's table; definitions in arena_verl.evaluation.audit).
-FIGURE_MEANINGS = {
-    "pairs_labelled": "pairs of a verified-correct and a verified-incorrect trace of one prompt (diverse groups)",
-    "pairs_same_outcome": "pairs of traces verified alike (non-diverse groups: the pairs the arena's judge ranks)",
-    "calls": "judge calls: every pair in both presentation orders",
-    "calls_without_verdict": "calls that gave no verdict (unparsable, an error, a timeout, an invalid outcome)",
-    "calls_low_mass": "probability verdicts whose labels got less than the floor of their mass (still answered)",
-    "accuracy": "mean probability given to the verified-correct trace, both orders weighing alike",
-    "accuracy_se": "its standard error over labelled pairs (each pair's two-order mean one value)",
-    "accuracy_first_order": "the same, the correct trace shown first",
-    "accuracy_second_order": "the same, the correct trace shown second",
-    "first_position_preference": "mean P(first shown is better) over every call with a verdict (0.5: no bias)",
-    "order_flip_rate": "pairs whose preferred trace changes when the order is swapped (verdicts in both orders)",
-    "tie_rate": "calls with a verdict of exactly 0.5",
-    "transitivity_violations": "same-outcome triples whose order-averaged preferences form a cycle",
-    "tokens_in_per_call": "prompt tokens per call",
-    "tokens_out_per_call": "generated tokens per call",
-    "seconds_per_call": "wall-clock seconds per call (calls in flight: --concurrency)",
-}
 _SHARES = {
     "accuracy",
     "accuracy_se",
@@ -166,7 +147,7 @@ def _page(summary: dict, figures: list[tuple[str, str]], inputs: dict[str, Any])
         for name, v in inputs.items()
         if v not in (None, [], "")
     )
-    rows = [[key, _value(key, summary[key]), meaning] for key, meaning in FIGURE_MEANINGS.items()]
+    rows = [[key, _value(key, summary[key]), meaning] for key, meaning in FIGURES.items()]
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>arena-verl audit-judge</title>",
         f"<style>{STYLE} td:last-child {{ text-align: left; }}</style></head><body>",

@@ -33,7 +33,7 @@ from arena_verl.data.dumps import TruthDisagreement
 from arena_verl.evaluation.audit import LABELLED, SAME_OUTCOME
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.verified import NO_GROUND_TRUTH, read_verified
-from arena_verl.tools.score.groups import ARENA, DumpGroup, dump_group, file_identity
+from arena_verl.tools.common.dump_groups import ARENA, DumpGroup, dump_group, file_identity
 
 __all__ = ["AuditDump", "PairToJudge", "read_audit_groups", "select_pairs"]
 

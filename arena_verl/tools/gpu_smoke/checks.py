@@ -99,9 +99,9 @@ def check_core() -> dict[str, Any]:
         run_tournament,
         strengths_to_rewards,
     )
-    from arena_verl.judge.prompts import build_pairwise_messages
-    from arena_verl.judge.simulated_pairs import SimulatedJudge
-    from arena_verl.judge.verdict import parse_verdict
+    from arena_verl.judge.prompting.messages import build_pairwise_messages
+    from arena_verl.judge.simulated.pairs import SimulatedJudge
+    from arena_verl.judge.verdicts.parsing import parse_verdict
 
     problems: list[str] = []
     fig: dict[str, Any] = {"numpy": np.__version__}
@@ -290,8 +290,8 @@ def judge_call(url: str, served_name: str, api_key_env: str, max_tokens: int = 2
     """One pairwise request, built and parsed as the arena's ``openai`` judge does, then the key check: the same
     server must refuse a request without the key."""
     from arena_verl.judge.probe import models_url
-    from arena_verl.judge.prompts import build_pairwise_messages
-    from arena_verl.judge.verdict import parse_verdict
+    from arena_verl.judge.prompting.messages import build_pairwise_messages
+    from arena_verl.judge.verdicts.parsing import parse_verdict
 
     key = os.environ.get(api_key_env) or None
     base = url.strip().rstrip("/")

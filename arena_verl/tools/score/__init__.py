@@ -51,8 +51,9 @@ the agreement with another score file on the groups both scored: the mean Kendal
 how often both put the same trace first.
 """
 
+from arena_verl.tools.common.dump_groups import DumpGroup
 from arena_verl.tools.score.cli import configure_parser, main, run
-from arena_verl.tools.score.groups import DumpGroup, DumpSummary, read_dump_groups
+from arena_verl.tools.score.groups import DumpSummary, read_dump_groups
 from arena_verl.tools.score.judging import replay_tournament, score_group, tournament_options
 from arena_verl.tools.score.report import compare_runs, render_comparison, render_report, summarise
 from arena_verl.tools.score.score_file import RUN_KEYS, ScoreFile, ScoreInputError, read_score_file

@@ -8,24 +8,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError
+from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError, guarded
 from arena_verl.core.names import FIXED_COUNT_STRATEGIES, VERDICT_MODES
 from arena_verl.core.tournament import STRATEGIES
 from arena_verl.data.dumps import blank_line_note, disagreement_note, duplicate_note
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.verified import DIFFERING_COPIES
 from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec, judge_spec
-from arena_verl.tools.errors import guarded
-from arena_verl.tools.options import add_data, add_verification, check_verification, check_workers, scoring_options
-from arena_verl.tools.score.groups import (
-    ARENA,
-    DumpGroup,
-    DumpSummary,
-    describe_dump,
-    dump_identities,
-    read_dump_groups,
+from arena_verl.tools.common.dump_groups import ARENA, DumpGroup, response_digest
+from arena_verl.tools.common.options import (
+    add_data,
+    add_verification,
+    check_verification,
+    check_workers,
+    scoring_options,
 )
-from arena_verl.tools.score.judging import digest, judge_groups
+from arena_verl.tools.score.groups import DumpSummary, describe_dump, dump_identities, read_dump_groups
+from arena_verl.tools.score.judging import judge_groups
 from arena_verl.tools.score.report import compare_runs, render_comparison, render_report, summarise
 from arena_verl.tools.score.score_file import ScoreFile, ScoreInputError, ScoreWriteError, read_score_file
 
@@ -182,7 +181,7 @@ def _check_same_dump(
             )
     for group in groups:
         line: dict[str, Any] | None = out.by_key.get((group.step, group.key))
-        if line is not None and line.get("sample_digests") != [digest(text) for text in group.responses]:
+        if line is not None and line.get("sample_digests") != [response_digest(text) for text in group.responses]:
             raise ScoreInputError(
                 f"{out.path}: group {group.key} of step {group.step} was scored on other responses than this dump's "
                 "(another run's dump?): write to another --out"

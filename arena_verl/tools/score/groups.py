@@ -1,44 +1,21 @@
 """The groups ``arena-verl score`` judges: a dump's verified groups (the one dump reader,
-:mod:`arena_verl.evaluation.verified`) whose verifier outcomes are all equal, and what was left out."""
+:mod:`arena_verl.evaluation.verified`; each a :class:`~arena_verl.tools.common.dump_groups.DumpGroup`, as the audit
+sees them) whose verifier outcomes are all equal, and what was left out."""
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from arena_verl.core.routing import is_uniform
-from arena_verl.data.dumps import EvaluationInputError, TruthDisagreement, find_dump_files
+from arena_verl.data.dump_files import find_dump_files
+from arena_verl.data.dumps import TruthDisagreement
 from arena_verl.evaluation.scoring import Scorer
-from arena_verl.evaluation.verified import NO_GROUND_TRUTH, VerifiedGroup, read_verified
-from arena_verl.judge.prompts import task_of
-from arena_verl.settings import ArenaSettings
-from arena_verl.verify.math_verifier import ground_truth_text
+from arena_verl.evaluation.verified import NO_GROUND_TRUTH, read_verified
+from arena_verl.tools.common.dump_groups import ARENA, DumpGroup, dump_group, file_identity
 
-__all__ = ["ARENA", "DumpGroup", "DumpSummary", "describe_dump", "dump_identities", "file_identity", "read_dump_groups"]
-
-ARENA = ArenaSettings()  # the arena's defaults: diversity tolerance, fit, failure policy, schedule and reward scale
-
-
-@dataclass(frozen=True)
-class DumpGroup:
-    """One prompt's samples of one step, verified."""
-
-    step: int | None
-    key: str
-    problem: str  # the dump's ``input``: the prompt as the policy saw it
-    reference: str | None
-    task: str  # the judge's prompt: math, code or generic
-    data_source: str | None  # None without --data
-    responses: tuple[str, ...]
-    correct: tuple[bool, ...]
-    truth_disagrees: bool = False  # --data has another ground truth than the dump (the dump's was used)
-    dump_file: str | None = None  # the identity of its step file (file_identity)
-
-    @property
-    def verifier_rewards(self) -> list[float]:
-        return [float(c) for c in self.correct]
+__all__ = ["DumpSummary", "describe_dump", "dump_identities", "read_dump_groups"]
 
 
 @dataclass
@@ -55,19 +32,6 @@ class DumpSummary:
     keys: dict[int | None, set[str]] = field(default_factory=dict)  # step -> every group key read (any outcome)
     duplicates: list = field(default_factory=list)  # dump lines repeating a uid of their step file (DuplicateUid)
     blank_lines: list = field(default_factory=list)  # the blank lines of each step file (BlankLines, skipped)
-
-
-def file_identity(path: Path) -> str:
-    """A dump step file's identity: its name, size and a digest of its first line (cheap: one stat, one line).
-    The score file records it per line; a file resumed on another dump's step file is refused."""
-    path = Path(path)
-    try:
-        size = path.stat().st_size
-        with path.open("rb") as handle:
-            first = handle.readline(1 << 20)
-    except OSError as exc:
-        raise EvaluationInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    return f"{path.name}:{size}:{hashlib.blake2b(first, digest_size=8).hexdigest()}"
 
 
 def dump_identities(dump: Path) -> dict[int | None, str]:
@@ -106,22 +70,6 @@ def read_dump_groups(dump: Path, step: str, data: list, scorer: Scorer) -> tuple
             else:
                 summary.diverse += 1
     return groups, summary
-
-
-def dump_group(group: VerifiedGroup, joined: bool, disagrees: bool, identity: str | None = None) -> DumpGroup:
-    first = group.samples[0]
-    return DumpGroup(
-        step=group.step,
-        key=group.prompt.key,
-        problem=group.prompt.problem,
-        reference=ground_truth_text(first.ground_truth),
-        task=task_of(first.benchmark, ARENA.math_data_sources, first.ability),
-        data_source=first.benchmark if joined else None,
-        responses=tuple(sample.response for sample in group.samples),
-        correct=group.correct,
-        truth_disagrees=disagrees,
-        dump_file=identity,
-    )
 
 
 def describe_dump(dump: Path, s: DumpSummary) -> str:

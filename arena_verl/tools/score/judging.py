@@ -11,7 +11,6 @@ each arrival's matches, and the scheduler's idle-time work, are judged before th
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 import zlib
 from typing import Any
@@ -23,11 +22,11 @@ from arena_verl.core.tournament import Tournament, TournamentResult, valid_outco
 from arena_verl.judge import Trace, make_judge
 from arena_verl.settings import JudgeSettings
 from arena_verl.settings import tournament_options as arena_tournament_options
-from arena_verl.tools.judge_runs import ray_for_judge, run_workers
-from arena_verl.tools.score.groups import ARENA, DumpGroup
+from arena_verl.tools.common.dump_groups import ARENA, DumpGroup, response_digest
+from arena_verl.tools.common.judge_runs import ray_for_judge, run_workers
 from arena_verl.tools.score.score_file import ScoreFile
 
-__all__ = ["digest", "judge_groups", "replay_tournament", "score_group", "tournament_options", "tournament_seed"]
+__all__ = ["judge_groups", "replay_tournament", "score_group", "tournament_options", "tournament_seed"]
 
 
 def tournament_options(settings: dict[str, Any]) -> TournamentOptions:
@@ -108,7 +107,7 @@ async def score_group(group: DumpGroup, judge, settings: dict[str, Any], call_ti
         "judge_backend": judge.name,
         "simulated": judge.name == "simulated",
         "samples": len(group.responses),
-        "sample_digests": [digest(text) for text in group.responses],
+        "sample_digests": [response_digest(text) for text in group.responses],
         "verifier_reward": group.verifier_rewards[0],
         "task": group.task,
         "data_source": group.data_source,
@@ -128,7 +127,3 @@ async def score_group(group: DumpGroup, judge, settings: dict[str, Any], call_ti
 def _number(value: float) -> int | float:
     """A whole number as an int (hard verdicts' counts read as before), any other value as its exact float."""
     return int(value) if float(value).is_integer() else float(value)
-
-
-def digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", errors="replace"), digest_size=6).hexdigest()

@@ -1,7 +1,7 @@
 """The score file (``--out``): one JSON line per judged group, with the guarantees of every resumable file
-(:mod:`arena_verl.tools.resumable_file`: locked for one run, repaired after a kill, appended whole, one experiment's
-settings on every line), of one dump (each line's ``dump_file``: the identity of the step file its group came from,
-checked by the command)."""
+(:mod:`arena_verl.tools.common.resumable_file`: locked for one run, repaired after a kill, appended whole, one
+experiment's settings on every line), of one dump (each line's ``dump_file``: the identity of the step file its group
+came from, checked by the command)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from arena_verl.data.dumps import EvaluationInputError
-from arena_verl.tools.resumable_file import LineFormat, ResumableFile, read_lines
+from arena_verl.data.dump_files import EvaluationInputError
+from arena_verl.tools.common.resumable_file import LineFormat, ResumableFile, read_lines
 
 __all__ = [
     "LINE_KEYS",

@@ -12,8 +12,8 @@ import pytest
 import ray
 
 from arena_verl.judge import Trace
-from arena_verl.judge.openai_backend import OpenAIJudge
-from arena_verl.judge.vllm_backend import VLLMJudge
+from arena_verl.judge.backends.openai_backend import OpenAIJudge
+from arena_verl.judge.backends.vllm_backend import VLLMJudge
 from arena_verl.settings import JudgeSettings
 from helpers import paths
 from helpers.vllm_server import KEY, SERVED
@@ -97,7 +97,7 @@ def test_judge_throughput_benchmark_runs_against_the_engine():
 def toy_label_probabilities(toy_model, messages, continuation, targets):
     """The label tokens' next-token probabilities of the toy model computed by transformers (float32), the
     reference the engines' figures are checked against."""
-    from arena_verl.judge.transformers_backend import TransformersJudge
+    from arena_verl.judge.backends.transformers_backend import TransformersJudge
 
     settings = JudgeSettings(backend="transformers", model_path=toy_model, verdict="probability", dtype="float32")
     return asyncio.run(TransformersJudge(settings)._next_token_probs(messages, continuation, targets))
@@ -108,9 +108,9 @@ def test_vllm_engine_reads_verdict_probabilities(toy_model, ray_cpu):
     logprob_token_ids), the same figures as transformers computes for the same prompt."""
     from vllm import SamplingParams
 
-    from arena_verl.judge.label_probs import pairwise_targets
-    from arena_verl.judge.messages import build_pairwise_messages
-    from arena_verl.judge.vllm_backend import label_sampling_kwargs
+    from arena_verl.judge.backends.vllm_backend import label_sampling_kwargs
+    from arena_verl.judge.prompting.messages import build_pairwise_messages
+    from arena_verl.judge.verdicts.label_probs import pairwise_targets
 
     settings = JudgeSettings(backend="vllm", model_path=toy_model, verdict="probability", **COMMON)
     judge = VLLMJudge(settings)
@@ -138,8 +138,8 @@ def test_vllm_engine_reads_verdict_probabilities(toy_model, ray_cpu):
 def test_openai_judge_reads_verdict_probabilities_from_vllm_serve(server, toy_model, monkeypatch):
     """The chat endpoint continues the assistant turn (continue_final_message) and, asked for the label ids with
     the served model's tokenizer, returns their log-probabilities: the same figures as transformers computes."""
-    from arena_verl.judge.label_probs import pairwise_targets
-    from arena_verl.judge.messages import build_pairwise_messages
+    from arena_verl.judge.prompting.messages import build_pairwise_messages
+    from arena_verl.judge.verdicts.label_probs import pairwise_targets
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     common = {**COMMON, "max_model_len": 2048}

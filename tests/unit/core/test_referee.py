@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import kendalltau
 
+from arena_verl.core.names import ROUTE_POINTWISE, ROUTE_TOURNAMENT, ROUTE_VERIFIER
 from arena_verl.core.referee import (
     FALLBACK_DEADLINE,
     FALLBACK_JUDGE_ERROR,
@@ -15,7 +16,6 @@ from arena_verl.core.referee import (
     Referee,
     Submission,
 )
-from arena_verl.core.routing import ROUTE_POINTWISE, ROUTE_TOURNAMENT, ROUTE_VERIFIER
 from arena_verl.judge import SimulatedTraceJudge, Trace
 from arena_verl.settings import ArenaSettings, JudgeSettings, referee_options
 

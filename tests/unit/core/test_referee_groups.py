@@ -112,6 +112,8 @@ def test_tournament_verdicts_mark_members_without_games_and_all_failed_fits():
 
 def test_the_old_import_paths_still_work():
     from arena_verl.core import referee
+    from arena_verl.core.judge_protocol import Judge, JudgeStats, Reply  # noqa: F401
+    from arena_verl.core.judge_protocol import Trace as JudgeTrace
     from arena_verl.core.referee import (  # noqa: F401
         COUNTERS,
         FALLBACK_REASONS,
@@ -124,8 +126,6 @@ def test_the_old_import_paths_still_work():
         grpo_advantages,
         position_figures,
     )
-    from arena_verl.judge.base import Judge, JudgeStats, Reply  # noqa: F401
-    from arena_verl.judge.base import Trace as JudgeTrace
 
     assert JudgeTrace is Trace
     assert referee._RECENT_GROUPS == groups._RECENT_GROUPS and referee._STEPS_KEPT == 512

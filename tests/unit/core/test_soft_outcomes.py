@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
+from arena_verl.core.judge_protocol import JudgeStats
 from arena_verl.core.referee import Referee, Submission, derive_metrics, position_figures
 from arena_verl.core.routing import tournament_rewards
 from arena_verl.core.tournament import (
@@ -26,8 +27,7 @@ from arena_verl.core.tournament import (
     run_tournament,
 )
 from arena_verl.judge import SimulatedTraceJudge, Trace
-from arena_verl.judge.base import JudgeStats
-from arena_verl.judge.simulated_pairs import SimulatedJudge
+from arena_verl.judge.simulated.pairs import SimulatedJudge
 from arena_verl.settings import ArenaSettings, referee_options
 
 # ------------------------------------------------------------------------------------------- the fit

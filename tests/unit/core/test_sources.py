@@ -4,8 +4,8 @@ the sandbox check: the consumers cannot disagree on a source."""
 import pytest
 
 from arena_verl.core.sources import KINDS, classify_source
-from arena_verl.evaluation.report import benchmark_kind
-from arena_verl.judge.prompts import task_of
+from arena_verl.evaluation.scoring import benchmark_kind
+from arena_verl.judge.prompting.templates import task_of
 from arena_verl.settings import ArenaSettings
 
 SOURCES = [

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from arena_verl.data.benchmarks import PRESETS, DataError, Options, gpqa_choices, prepare
-from arena_verl.data.convert import MATH_SUFFIX
+from arena_verl.data.verl_layout import MATH_SUFFIX
 
 DAPO_PREFIX = (
     "Solve the following math problem step by step. The last line of your response should be of the form "

@@ -13,8 +13,9 @@ import pytest
 
 from arena_verl.core.errors import InputError
 from arena_verl.data.benchmarks import prepare
-from arena_verl.data.convert import MATH_SUFFIX, convert_qa, main
+from arena_verl.data.convert import convert_qa, main
 from arena_verl.data.qa import DataError
+from arena_verl.data.verl_layout import MATH_SUFFIX
 
 DIGITS_21 = "123456789012345678901"
 DIGITS_30 = "123456789012345678901234567890"

@@ -9,13 +9,12 @@ import os
 import pandas as pd
 import pytest
 
-from arena_verl.core.errors import InputError
+from arena_verl.core.errors import InputError, guarded
 from arena_verl.data import convert as data_cli
 from arena_verl.data.benchmarks import Options, prepare
 from arena_verl.data.convert import MAX_ROWS, main
 from arena_verl.data.verl_layout import write_parquet
 from arena_verl.tools import prepare as prepare_command
-from arena_verl.tools.errors import guarded
 
 
 def refused(capsys, argv, *expected):

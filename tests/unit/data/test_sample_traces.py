@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from arena_verl.data.dumps import find_dump_files, prompt_groups, read_jsonl
+from arena_verl.data.dump_files import find_dump_files, read_jsonl
+from arena_verl.data.dumps import prompt_groups
 from arena_verl.sample_traces import ANSWER_EXTRACTION, GROUP_SIZE, MODEL, SAMPLE_DIR
 from arena_verl.verify.math_verifier import MathVerifier
 

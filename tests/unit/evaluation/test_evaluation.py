@@ -16,17 +16,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from arena_verl.data.dumps import (
-    EvaluationInputError,
-    PromptIndex,
-    disagreement_note,
-    find_dump_files,
-    read_dump_file,
-    read_samples,
-    read_validation_data,
-    select_steps,
-)
-from arena_verl.evaluation.report import Scorer, ScoringOptions, StepReport, benchmark_kind, evaluate, render_table
+from arena_verl.data.dump_files import EvaluationInputError, find_dump_files, select_steps
+from arena_verl.data.dumps import disagreement_note, read_dump_file, read_samples, read_validation_data
+from arena_verl.data.prompt_match import PromptIndex
+from arena_verl.evaluation.report import StepReport, evaluate, render_table
+from arena_verl.evaluation.scoring import Scorer, ScoringOptions, benchmark_kind
 from arena_verl.testing.toy import build_toy_tokenizer
 from arena_verl.tools.evaluate import main as evaluate_main
 from helpers.verl_dumps import dump_with_verl, send_json, write_verl_parquet
@@ -467,7 +461,7 @@ def test_json_never_replaces_a_file_the_report_is_read_from(v1_run, capsys):
 
 
 def test_a_dump_that_is_not_utf8_is_a_clear_error(tmp_path):
-    from arena_verl.data.dumps import EvaluationInputError, read_jsonl
+    from arena_verl.data.dump_files import EvaluationInputError, read_jsonl
 
     path = tmp_path / "1.jsonl"
     path.write_bytes(b'{"input": "a", "output": "b"}\n{"input": "\xff\xfe"}\n')
@@ -476,7 +470,8 @@ def test_a_dump_that_is_not_utf8_is_a_clear_error(tmp_path):
 
 
 def test_a_dump_mixing_uid_and_uidless_lines_is_a_clear_error(tmp_path):
-    from arena_verl.data.dumps import EvaluationInputError, prompt_groups, read_jsonl
+    from arena_verl.data.dump_files import EvaluationInputError, read_jsonl
+    from arena_verl.data.dumps import prompt_groups
 
     path = tmp_path / "1.jsonl"
     path.write_text('{"input": "q", "output": "a", "uid": "abc_0_0"}\n{"input": "q", "output": "b", "uid": "broken"}\n')

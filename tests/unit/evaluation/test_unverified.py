@@ -18,8 +18,8 @@ import pytest
 
 from arena_verl.data.dumps import read_samples
 from arena_verl.evaluation.groups import read_groups
-from arena_verl.evaluation.report import Scorer, ScoringOptions, StepReport, evaluate, render_table
-from arena_verl.evaluation.scoring import UNVERIFIED_REASONS, readable_truth
+from arena_verl.evaluation.report import StepReport, evaluate, render_table
+from arena_verl.evaluation.scoring import UNVERIFIED_REASONS, Scorer, ScoringOptions, readable_truth
 from arena_verl.tools.evaluate import main as evaluate_main
 from helpers.score_dumps import write_dump
 

@@ -7,9 +7,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from arena_verl.judge.base import Trace
-from arena_verl.judge.endpoint import Endpoint, chat_url, read_url_file
-from arena_verl.judge.openai_backend import OpenAIJudge
+from arena_verl.core.judge_protocol import Trace
+from arena_verl.judge.backends.endpoint import Endpoint, chat_url, read_url_file
+from arena_verl.judge.backends.openai_backend import OpenAIJudge
 from arena_verl.settings import JudgeSettings
 
 

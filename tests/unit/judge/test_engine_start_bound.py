@@ -8,9 +8,9 @@ import asyncio
 import pytest
 import ray
 
-from arena_verl.judge.base import Trace
-from arena_verl.judge.model_judge import ModelJudge
-from arena_verl.judge.vllm_backend import ENGINE_START_TIMEOUT_S, JudgeStartError, VLLMJudge
+from arena_verl.core.judge_protocol import Trace
+from arena_verl.judge.backends.model_judge import ModelJudge
+from arena_verl.judge.backends.vllm_backend import ENGINE_START_TIMEOUT_S, JudgeStartError, VLLMJudge
 from arena_verl.settings import JudgeSettings, settings_from_config
 from helpers import paths
 

@@ -2,8 +2,8 @@
 
 import asyncio
 
+from arena_verl.core.judge_protocol import Trace
 from arena_verl.judge import make_judge
-from arena_verl.judge.base import Trace
 from arena_verl.settings import JudgeSettings
 
 

@@ -11,9 +11,9 @@ import math
 
 import pytest
 
-from arena_verl.judge.base import Trace
-from arena_verl.judge.label_probs import PartialProbabilities, is_low_mass, pairwise_targets, read_labels
-from arena_verl.judge.openai_backend import OpenAIJudge, label_ids_answered
+from arena_verl.core.judge_protocol import Trace
+from arena_verl.judge.backends.openai_backend import OpenAIJudge, label_ids_answered
+from arena_verl.judge.verdicts.label_probs import PartialProbabilities, is_low_mass, pairwise_targets, read_labels
 from arena_verl.settings import JudgeSettings
 from arena_verl.testing.toy import build_toy_tokenizer
 
@@ -66,7 +66,7 @@ def compare_all(judge, times):
 
 def test_ignored_label_ids_are_noticed_said_once_and_missing_labels_count_as_low_mass(tokenizer, caplog):
     judge = ScriptedServer(tokenizer, [top20_without_b, top20_with_every_label, top20_without_b])
-    with caplog.at_level(logging.WARNING, logger="arena_verl.judge.openai_backend"):
+    with caplog.at_level(logging.WARNING, logger="arena_verl.judge.backends.openai_backend"):
         outcomes = compare_all(judge, 3)
     assert outcomes[0] == 1.0 and outcomes[2] == 1.0  # A alone among the labels listed: its verdict stands
     assert outcomes[1] == pytest.approx((0.6 + 0.025) / 0.95)
@@ -87,7 +87,7 @@ def test_a_server_that_answers_the_label_ids_keeps_being_asked(tokenizer, caplog
         return body([("A", 0.9)] + [(text, 0.0) for text in texts if text != "A"])
 
     judge = ScriptedServer(tokenizer, [every_label_asked, every_label_asked])
-    with caplog.at_level(logging.WARNING, logger="arena_verl.judge.openai_backend"):
+    with caplog.at_level(logging.WARNING, logger="arena_verl.judge.backends.openai_backend"):
         assert compare_all(judge, 2) == [1.0, 1.0]
     assert judge.send_label_ids and all("logprob_token_ids" in p for p in judge.payloads)
     assert not [r for r in caplog.records if "ignored" in r.getMessage()]

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from arena_verl.core.judge_protocol import JudgeStats
 from arena_verl.core.referee import Referee, Submission
 from arena_verl.core.tournament import valid_outcome
 from arena_verl.judge import Trace
-from arena_verl.judge.base import JudgeStats
 from arena_verl.settings import ArenaSettings, referee_options
 
 

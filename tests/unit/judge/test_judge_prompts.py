@@ -5,17 +5,11 @@ import unicodedata
 
 import pytest
 
-from arena_verl.judge.prompts import (
-    approx_tokens,
-    build_pairwise_messages,
-    build_pointwise_messages,
-    load_template,
-    new_delimiter,
-    sanitize_trace,
-    task_of,
-    truncate_middle,
-)
-from arena_verl.judge.verdict import parse_score, parse_verdict
+from arena_verl.judge.prompting.budget import approx_tokens, truncate_middle
+from arena_verl.judge.prompting.hygiene import new_delimiter, sanitize_trace
+from arena_verl.judge.prompting.messages import build_pairwise_messages, build_pointwise_messages
+from arena_verl.judge.prompting.templates import load_template, task_of
+from arena_verl.judge.verdicts.parsing import parse_score, parse_verdict
 
 
 @pytest.mark.parametrize(
@@ -375,8 +369,8 @@ def test_only_a_verdict_that_ends_the_reply_counts(reply, expected):
 def test_a_reply_cut_by_the_token_limit_is_no_verdict_and_is_counted():
     import asyncio
 
-    from arena_verl.judge.base import Reply, Trace
-    from arena_verl.judge.model_judge import ModelJudge
+    from arena_verl.core.judge_protocol import Reply, Trace
+    from arena_verl.judge.backends.model_judge import ModelJudge
     from arena_verl.settings import JudgeSettings
 
     class CutJudge(ModelJudge):
@@ -409,7 +403,7 @@ def test_a_reply_cut_by_the_token_limit_is_no_verdict_and_is_counted():
     ],
 )
 def test_a_bad_template_is_refused_at_start_up_naming_its_key(tmp_path, judge, message):
-    from arena_verl.judge.prompts import check_judge_templates
+    from arena_verl.judge.prompting.templates import check_judge_templates
     from arena_verl.judge.spec import judge_settings_from_spec
     from arena_verl.settings import JudgeSettings
 

@@ -9,11 +9,11 @@ import re
 import pytest
 
 from arena_verl.judge import Trace, make_judge
-from arena_verl.judge.openai_backend import OpenAIJudge, byte_budget_warning
+from arena_verl.judge.backends.openai_backend import OpenAIJudge, byte_budget_warning
 from arena_verl.settings import JudgeSettings, settings_from_config
 from arena_verl.testing.toy import build_toy_tokenizer
 
-LOGGER = "arena_verl.judge.openai_backend"
+LOGGER = "arena_verl.judge.backends.openai_backend"
 BUDGET = 200
 LONG = "We compute the sum step by step. Let x = 2 + 2. So x = 4. " * 200  # ~11 KB, ~2,600 toy tokens
 

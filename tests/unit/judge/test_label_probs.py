@@ -1,5 +1,5 @@
-"""The arithmetic of verdicts read from token probabilities (arena_verl.judge.label_probs): which tokens spell a
-label, renormalisation over the labels, ties splitting their mass, the expected pointwise score, the low-mass
+"""The arithmetic of verdicts read from token probabilities (arena_verl.judge.verdicts.label_probs): which tokens
+spell a label, renormalisation over the labels, ties splitting their mass, the expected pointwise score, the low-mass
 decision, the extra read after a token that starts labels of different outcomes, and the label tokens of a real
 tokenizer trained here (no download)."""
 
@@ -8,7 +8,8 @@ import math
 
 import pytest
 
-from arena_verl.judge.label_probs import (
+from arena_verl.judge.prompting.templates import load_template
+from arena_verl.judge.verdicts.label_probs import (
     VERDICT_PREFIX,
     LabelTargets,
     LabelVocabulary,
@@ -20,8 +21,7 @@ from arena_verl.judge.label_probs import (
     token_spellings,
     verdict_continuation,
 )
-from arena_verl.judge.templates import load_template
-from arena_verl.judge.verdict import parse_score, parse_verdict
+from arena_verl.judge.verdicts.parsing import parse_score, parse_verdict
 
 PAIRWISE = pairwise_targets()
 POINTWISE = pointwise_targets()

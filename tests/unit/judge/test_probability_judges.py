@@ -11,10 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from arena_verl.judge.base import Reply, Trace
-from arena_verl.judge.model_judge import ModelJudge, PermanentJudgeError
-from arena_verl.judge.openai_backend import OpenAIJudge, top_logprobs_by_text
-from arena_verl.judge.vllm_backend import TOP_LOGPROBS, first_token_logprobs, label_sampling_kwargs
+from arena_verl.core.judge_protocol import Reply, Trace
+from arena_verl.judge.backends.model_judge import ModelJudge, PermanentJudgeError
+from arena_verl.judge.backends.openai_backend import OpenAIJudge, top_logprobs_by_text
+from arena_verl.judge.backends.vllm_backend import TOP_LOGPROBS, first_token_logprobs, label_sampling_kwargs
 from arena_verl.settings import JudgeSettings
 from arena_verl.testing.toy import build_toy_tokenizer
 

@@ -13,8 +13,8 @@ import pytest
 
 from arena_verl.data.chain_arithmetic import ChainProblem, check_steps, make_problems, solution_text
 from arena_verl.judge import Trace, make_judge
+from arena_verl.judge.backends.python_backend import PythonJudge
 from arena_verl.judge.programs import RANDOM_JUDGE, STEP_JUDGE, random_judge, step_judge
-from arena_verl.judge.python_backend import PythonJudge
 from arena_verl.judge.spec import judge_settings_from_spec
 
 

@@ -3,7 +3,7 @@ DeepSeek) is tokenised without the tokenizer adding another (text handed to vLLM
 
 import pytest
 
-from arena_verl.judge.transformers_backend import prompt_token_ids, render_chat
+from arena_verl.judge.backends.transformers_backend import prompt_token_ids, render_chat
 
 MESSAGES = [{"role": "user", "content": "Which trace is better?"}]
 
@@ -63,7 +63,7 @@ class RecordingEngine:
 def test_the_vllm_engine_gets_token_ids_with_one_bos(bos_tokenizer):
     import asyncio
 
-    from arena_verl.judge.vllm_backend import VLLMEngineActor
+    from arena_verl.judge.backends.vllm_backend import VLLMEngineActor
     from arena_verl.settings import JudgeSettings
 
     engine = RecordingEngine()

@@ -14,13 +14,13 @@ import threading
 import pytest
 from omegaconf import OmegaConf
 
+from arena_verl.core.names import ROUTE_TOURNAMENT
 from arena_verl.core.referee import Referee, Submission
-from arena_verl.core.routing import ROUTE_TOURNAMENT
 from arena_verl.judge import Trace, make_judge
-from arena_verl.judge.hygiene import sanitize_trace
-from arena_verl.judge.python_backend import PythonJudge, load_callable
+from arena_verl.judge.backends.python_backend import PythonJudge, load_callable
+from arena_verl.judge.prompting.hygiene import sanitize_trace
+from arena_verl.judge.prompting.templates import check_judge_templates
 from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec, judge_spec
-from arena_verl.judge.templates import check_judge_templates
 from arena_verl.settings import ArenaSettings, JudgeSettings, referee_options, settings_from_config
 
 MODULE = "arena_test_user_judges"
@@ -352,7 +352,7 @@ def test_every_failure_is_a_counted_none_never_an_exception(function, counter, c
     assert (stats.calls, stats.failures, getattr(stats, counter)) == (3, 3, 3)
     other = "parse_failures" if counter == "errors" else "errors"
     assert getattr(stats, other) == 0
-    warnings = [r for r in caplog.records if r.name == "arena_verl.judge.python_backend"]
+    warnings = [r for r in caplog.records if r.name == "arena_verl.judge.backends.python_backend"]
     assert len(warnings) == 1 and function in warnings[0].getMessage()  # once per kind, not per call
 
 
@@ -377,7 +377,7 @@ def test_each_kind_of_failure_is_logged_once(caplog):
     judge.is_async = False
     for _ in range(3):
         compare(judge)
-    messages = [r.getMessage() for r in caplog.records if r.name == "arena_verl.judge.python_backend"]
+    messages = [r.getMessage() for r in caplog.records if r.name == "arena_verl.judge.backends.python_backend"]
     assert len(messages) == 2 and "raised RuntimeError" in messages[0] and "'nonsense'" in messages[1]
     assert (judge.stats.errors, judge.stats.parse_failures, judge.stats.failures) == (3, 3, 6)
 

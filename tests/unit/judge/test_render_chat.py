@@ -2,7 +2,7 @@
 
 import pytest
 
-from arena_verl.judge.transformers_backend import render_chat
+from arena_verl.judge.backends.transformers_backend import render_chat
 
 # DeepSeek-R1's kind of template: a past assistant turn keeps only what follows </think>, and the generation prompt
 # opens the reasoning.

@@ -8,7 +8,7 @@ import pytest
 from scipy.special import expit, ndtr
 
 from arena_verl.judge import SimulatedTraceJudge, Trace, make_judge
-from arena_verl.judge.simulated_law import SIMULATED, LatencyModel, SimulatedBase, VerdictLaw
+from arena_verl.judge.simulated.law import SIMULATED, LatencyModel, SimulatedBase, VerdictLaw
 from arena_verl.settings import JudgeSettings
 from arena_verl.tournament import SimulatedJudge
 

@@ -9,7 +9,7 @@ import pytest
 from scipy.special import betaincinv, expit
 
 from arena_verl.judge import SimulatedTraceJudge, Trace
-from arena_verl.judge.simulated_law import DEFAULT_CONCENTRATION, VerdictLaw
+from arena_verl.judge.simulated.law import DEFAULT_CONCENTRATION, VerdictLaw
 from arena_verl.tournament import SimulatedJudge
 
 DRAWS = 20_000

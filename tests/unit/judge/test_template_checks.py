@@ -5,9 +5,9 @@ the parser reads; by the settings check and by every model-backed judge when it 
 
 import pytest
 
+from arena_verl.judge.backends.model_judge import ModelJudge
 from arena_verl.judge.factory import make_judge
-from arena_verl.judge.model_judge import ModelJudge
-from arena_verl.judge.templates import check_judge_templates, load_template
+from arena_verl.judge.prompting.templates import check_judge_templates, load_template
 from arena_verl.settings import JudgeSettings
 
 BODY = "{problem}\n<{tag}>\n{first}\n</{tag}>\n<{tag}>\n{second}\n</{tag}>\n{reference_block}"

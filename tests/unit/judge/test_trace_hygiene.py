@@ -10,15 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arena_verl.judge import hygiene
-from arena_verl.judge.prompts import (
-    approx_tokens,
-    build_pairwise_messages,
-    new_delimiter,
-    sanitize_trace,
-    special_token_strings,
-)
-from arena_verl.judge.verdict import parse_score, parse_verdict
+from arena_verl.judge.prompting import hygiene
+from arena_verl.judge.prompting.budget import approx_tokens
+from arena_verl.judge.prompting.hygiene import new_delimiter, sanitize_trace, special_token_strings
+from arena_verl.judge.prompting.messages import build_pairwise_messages
+from arena_verl.judge.verdicts.parsing import parse_score, parse_verdict
 
 DELIMITER = "trace-0123456789abcdef"
 

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 import ray
 
-from arena_verl.judge.base import Trace
-from arena_verl.judge.model_judge import ModelJudge
-from arena_verl.judge.vllm_backend import JudgeStartError, VLLMEngineActor, VLLMJudge
+from arena_verl.core.judge_protocol import Trace
+from arena_verl.judge.backends.model_judge import ModelJudge
+from arena_verl.judge.backends.vllm_backend import JudgeStartError, VLLMEngineActor, VLLMJudge
 from arena_verl.settings import JudgeSettings
 
 SETTINGS = dict(backend="vllm", model_path="m", timeout_s=2.0, retries=2, backoff_s=0.0, parse_retries=0)

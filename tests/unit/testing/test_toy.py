@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from arena_verl.testing.toy import COIN_FLIP_ANSWERS, build_coin_flip_model, make_coin_flip_data
-from arena_verl.verify.math_verifier import extract_final_answer
+from arena_verl.verify.extraction import extract_final_answer
 
 
 @pytest.fixture(scope="module")

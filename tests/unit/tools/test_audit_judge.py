@@ -15,7 +15,7 @@ import pytest
 
 from arena_verl.core.judge_protocol import JudgeStats, Reply
 from arena_verl.evaluation.audit import FIGURE_KEYS, LABELLED, SAME_OUTCOME
-from arena_verl.judge.model_judge import ModelJudge
+from arena_verl.judge.backends.model_judge import ModelJudge
 from arena_verl.settings import JudgeSettings
 from arena_verl.tools.audit import command, judging
 from helpers.score_dumps import write_dump

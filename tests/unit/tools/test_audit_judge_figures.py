@@ -37,6 +37,20 @@ def test_no_pair_gives_zero_counts_and_no_other_figure():
     assert "NaN" not in json.dumps(figures)
 
 
+def test_the_figures_are_one_list_with_their_meanings():
+    """summary.json's figures and the report's table are one list (FIGURES: key and meaning, in order); nothing
+    else in the audit tool lists them."""
+    import inspect
+
+    import arena_verl.tools.audit.report as report
+    from arena_verl.evaluation.audit import FIGURES
+
+    assert tuple(FIGURES) == FIGURE_KEYS and all(isinstance(m, str) and m for m in FIGURES.values())
+    assert sorted(audit_figures([])) == sorted(FIGURE_KEYS)
+    source = inspect.getsource(report)
+    assert not [key for key in FIGURE_KEYS if f'"{key}":' in source]  # no second table of figures in the report
+
+
 def test_accuracy_weighs_both_orders_alike_whatever_fails():
     pairs = [labelled(1.0, 0.0), labelled(0.75, None), labelled(0.5, None), labelled(None, 0.25)]
     figures = audit_figures(pairs)

@@ -1,11 +1,10 @@
-"""The commands' one error path (arena_verl.tools.errors)."""
+"""The commands' one error path (arena_verl.core.errors)."""
 
 import os
 
 import pytest
 
-from arena_verl.core.errors import InputError
-from arena_verl.tools.errors import guarded, write_output
+from arena_verl.core.errors import InputError, guarded, write_output
 
 
 def test_bad_input_is_one_line_and_exit_2(capsys):

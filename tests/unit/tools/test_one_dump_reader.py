@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from arena_verl.data.dumps import PromptIndex, read_dump_file, read_validation_data
+from arena_verl.data.dumps import read_dump_file, read_validation_data
+from arena_verl.data.prompt_match import PromptIndex
 from arena_verl.tools.analyze.command import main as analyze
 from arena_verl.tools.evaluate import main as evaluate
 from arena_verl.tools.score import main as score

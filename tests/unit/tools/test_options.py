@@ -73,6 +73,6 @@ def test_a_sandbox_url_that_is_no_http_url_is_refused_before_any_output(tmp_path
 
 @pytest.mark.parametrize("url", ["http://sandbox:8080/run_code", "https://10.0.0.2/run_code", "http://[::1]:80/x"])
 def test_a_sandbox_url_with_a_scheme_and_a_host_is_taken(url):
-    from arena_verl.tools.options import check_sandbox_url
+    from arena_verl.tools.common.options import check_sandbox_url
 
     check_sandbox_url(argparse.Namespace(sandbox_url=url))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import arena_verl.tools.resumable_file as resumable_file
+import arena_verl.tools.common.resumable_file as resumable_file
 from arena_verl.tools.score import read_score_file
 from helpers.score_dumps import PATTERNS, keys_of, non_diverse_keys, score, write_dump
 

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 
 import arena_verl.tools.score.judging as judging
+from arena_verl.core.judge_protocol import JudgeStats
 from arena_verl.core.referee.metrics import position_figures
 from arena_verl.core.tournament import fit_bradley_terry, mirror
-from arena_verl.judge.base import JudgeStats
+from arena_verl.tools.common.dump_groups import ARENA
 from arena_verl.tools.score import read_score_file
-from arena_verl.tools.score.groups import ARENA
 from arena_verl.tools.score.score_file import _wrong_type
 from helpers.score_dumps import PATTERNS, keys_of, non_diverse_keys, score, write_dump
 

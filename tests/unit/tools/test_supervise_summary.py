@@ -18,7 +18,8 @@ class Calls(list):
 def calls(monkeypatch):
     calls = Calls()
 
-    def fake(command, timeout_s, log_path, grace_s=10.0):
+    def fake(command, timeout_s, log_path, grace_s=10.0, *, copy_to_stdout):
+        assert copy_to_stdout  # the trainer's output goes to the terminal too
         calls.append(command)
         return calls.status, 4.2, 1
 

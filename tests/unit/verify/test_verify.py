@@ -9,7 +9,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from arena_verl.verify.math_verifier import MathVerifier, extract_final_answer, ground_truth_text
+from arena_verl.verify.extraction import extract_final_answer
+from arena_verl.verify.ground_truth import ground_truth_text
+from arena_verl.verify.math_verifier import MathVerifier
 
 
 @pytest.fixture(scope="module")

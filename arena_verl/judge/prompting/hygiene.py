@@ -4,13 +4,13 @@ Applied to every text before it is shown:
 - bytes are decoded as UTF-8 with replacement, lone surrogates become U+FFFD, every Unicode line break (``\\r``,
   ``\\r\\n``, ``\\v``, ``\\f``, U+0085, U+2028, U+2029, ...) becomes ``\\n``, other control characters and the invisible
   Unicode tag characters (U+E0000-U+E007F) are dropped;
-- long traces keep their head and tail within a token budget (:mod:`arena_verl.judge.budget`), with a visible
+- long traces keep their head and tail within a token budget (:mod:`arena_verl.judge.prompting.budget`), with a visible
   ``[... N characters omitted ...]``;
 - what a trace could use to talk to the judge is neutralised: verdict-like tokens (every ``[[`` / ``]]`` gets a
   space), ``<think>`` and trace-like tags and chat-template special tokens (``<|im_start|>``, ``<｜User｜>``,
   ``[INST]``, ``<start_of_turn>``, ``</s>``, the judge tokenizer's own special tokens when the caller passes them)
   have their brackets turned into parentheses, and the templates' section headers (``## Attempt B``) are escaped.
-  Detection runs on a normalised copy (:mod:`arena_verl.judge.detection_copy`), so look-alikes (``［［A］］``,
+  Detection runs on a normalised copy (:mod:`arena_verl.judge.prompting.detection_copy`), so look-alikes (``［［A］］``,
   ``[\\u200b[A]]``) are caught; the edits are made in the original text;
 - every step is linear in the input, which is first cut to ``16 * max_tokens`` characters, so no trace can stall
   the referee's event loop;
@@ -28,8 +28,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
 
-from arena_verl.judge.budget import approx_tokens, fit_within
-from arena_verl.judge.detection_copy import DetectionCopy, Edits, detect_form, is_blank
+from arena_verl.judge.prompting.budget import approx_tokens, fit_within
+from arena_verl.judge.prompting.detection_copy import DetectionCopy, Edits, detect_form, is_blank
 
 __all__ = ["EMPTY", "check_delimiter", "new_delimiter", "sanitize_trace", "special_token_strings"]
 

@@ -4,8 +4,9 @@
 adds keyword arguments. A pairwise call is ``function(problem=..., first=..., second=..., **callable_kwargs)`` and
 returns P(``first`` is the better trace), a number in [0, 1]; a pointwise call is ``function(problem=...,
 trace=..., **callable_kwargs)`` and returns a score in [0, 1]. The texts are what a model judge is shown: each one
-sanitised and cut to ``max_trace_tokens`` (counted in UTF-8 bytes) by :func:`~arena_verl.judge.hygiene.sanitize_trace`,
-with no delimiter (nothing wraps them). The reference answer is never passed, whatever the call is given.
+sanitised and cut to ``max_trace_tokens`` (counted in UTF-8 bytes) by
+:func:`~arena_verl.judge.prompting.hygiene.sanitize_trace`, with no delimiter (nothing wraps them). The reference answer
+is never passed, whatever the call is given.
 
 The judge goes through the referee like any other: same budget, presentation order, order effect, fallbacks and
 counters. What applies of ``reward.arena.judge.*``: ``max_trace_tokens``, ``max_concurrency`` (calls in flight)
@@ -26,9 +27,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from arena_verl.core.judge_protocol import JudgeStats, Trace
 from arena_verl.core.tournament import valid_outcome
-from arena_verl.judge.base import JudgeStats, Trace
-from arena_verl.judge.hygiene import sanitize_trace
+from arena_verl.judge.prompting.hygiene import sanitize_trace
 from arena_verl.settings import PYTHON_JUDGE_ARGUMENTS, JudgeSettings
 
 logger = logging.getLogger(__name__)

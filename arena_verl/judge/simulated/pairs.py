@@ -1,7 +1,7 @@
 """The SIMULATED judge of the tournament benchmarks: ``await judge(first_index, second_index)`` over a vector of
 hidden qualities. For tests, benchmarks and the CPU demo; it never reads a trace, and anything that reports figures
 from it must say that the judge was simulated. Its verdict law and latency model are
-:mod:`arena_verl.judge.simulated_law`'s, shared with the trace judge of training."""
+:mod:`arena_verl.judge.simulated.law`'s, shared with the trace judge of training."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arena_verl.judge.simulated_law import (
+from arena_verl.judge.simulated.law import (
     DEFAULT_CONCENTRATION,
     LatencyModel,
     SimulatedBase,
@@ -25,13 +25,13 @@ class SimulatedJudge(SimulatedBase):
     """SIMULATED judge: ``await judge(first, second)`` returns 1.0 (first won), 0.0 (second won), 0.5 (tie) or
     ``None`` (a simulated parse failure); with ``verdict="probability"``, a number in [0, 1] instead (the law's
     P(first is better) with Beta noise of concentration ``concentration``,
-    :meth:`~arena_verl.judge.simulated_law.VerdictLaw.probability`) or ``None``.
+    :meth:`~arena_verl.judge.simulated.law.VerdictLaw.probability`) or ``None``.
 
     With probability ``parse_failure_rate`` the verdict is unparsable, else with ``tie_rate`` a tie, else the first
     trace wins with probability ``F(sharpness * (q[first] - q[second]) + position_bias)``, ``F`` the logistic
-    (Bradley-Terry) or the standard normal (probit, Thurstone) CDF (:class:`~arena_verl.judge.simulated_law.
+    (Bradley-Terry) or the standard normal (probit, Thurstone) CDF (:class:`~arena_verl.judge.simulated.law.
     VerdictLaw`). Latency has mean ``latency_mean`` seconds (0 = answer at once), log-normal with ``latency_sigma``
-    (0: exponential; :class:`~arena_verl.judge.simulated_law.LatencyModel`).
+    (0: exponential; :class:`~arena_verl.judge.simulated.law.LatencyModel`).
 
     Common random numbers: the k-th call on a pair uses the k-th draw of a generator seeded by (seed, pair),
     whatever the presentation order and whatever else was judged before. Two strategies that judge the same pair

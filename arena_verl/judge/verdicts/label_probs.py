@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from arena_verl.core.names import PROBABILITY_READS_PER_VERDICT
-from arena_verl.judge.verdict import strip_reasoning
+from arena_verl.judge.verdicts.parsing import strip_reasoning
 
 __all__ = [
     "VERDICT_PREFIX",

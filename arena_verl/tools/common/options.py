@@ -7,9 +7,9 @@ import argparse
 from urllib.parse import urlsplit
 
 from arena_verl.core.errors import InputError
+from arena_verl.core.names import EXTRACTION_MODES
 from arena_verl.evaluation.scoring import ScoringOptions
 from arena_verl.settings import ArenaSettings
-from arena_verl.verify.math_verifier import EXTRACTION_MODES
 
 __all__ = [
     "add_answer_extraction",

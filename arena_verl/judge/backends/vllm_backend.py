@@ -26,12 +26,12 @@ import uuid
 
 import ray
 
-from arena_verl.judge.base import Reply
-from arena_verl.judge.hygiene import special_token_strings
-from arena_verl.judge.label_probs import LabelTargets, LabelVocabulary
-from arena_verl.judge.model_judge import ModelJudge
-from arena_verl.judge.templates import check_judge_templates
-from arena_verl.judge.transformers_backend import prompt_token_ids
+from arena_verl.core.judge_protocol import Reply
+from arena_verl.judge.backends.model_judge import ModelJudge
+from arena_verl.judge.backends.transformers_backend import prompt_token_ids
+from arena_verl.judge.prompting.hygiene import special_token_strings
+from arena_verl.judge.prompting.templates import check_judge_templates
+from arena_verl.judge.verdicts.label_probs import LabelTargets, LabelVocabulary
 from arena_verl.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)

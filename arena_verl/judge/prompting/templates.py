@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from arena_verl.core.sources import classify_source
-from arena_verl.judge.verdict import labels_named
+from arena_verl.judge.verdicts.parsing import labels_named
 
 __all__ = ["TEMPLATES", "TEMPLATE_DIR", "check_judge_templates", "fill_template", "load_template", "task_of"]
 
@@ -47,7 +47,7 @@ def check_judge_templates(judge) -> None:
         return
     if judge.backend == "python":
         if judge.callable is not None:  # required where the judge runs (the settings' check); rlvr may leave it out
-            from arena_verl.judge.python_backend import load_callable
+            from arena_verl.judge.backends.python_backend import load_callable
 
             load_callable(judge.callable)
         return

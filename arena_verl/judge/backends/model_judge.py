@@ -2,7 +2,7 @@
 retries with exponential backoff, a concurrency cap, and counted failures. A backend implements
 ``_generate(messages, temperature) -> str`` (or a :class:`~.base.Reply` that says whether the token limit cut it)
 and, for ``verdict: probability``, ``_next_token_probs(messages, continuation, targets)``: the probabilities of
-the tokens that may follow the assistant turn ``continuation`` (see :mod:`arena_verl.judge.label_probs`)."""
+the tokens that may follow the assistant turn ``continuation`` (see :mod:`arena_verl.judge.verdicts.label_probs`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,11 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 
-from arena_verl.judge.base import JudgeStats, Trace
-from arena_verl.judge.hygiene import new_delimiter
-from arena_verl.judge.label_probs import (
+from arena_verl.core.judge_protocol import JudgeStats, Trace
+from arena_verl.judge.prompting.hygiene import new_delimiter
+from arena_verl.judge.prompting.messages import build_pairwise_messages, build_pointwise_messages
+from arena_verl.judge.prompting.templates import check_judge_templates, load_template
+from arena_verl.judge.verdicts.label_probs import (
     VERDICT_PREFIX,
     LabelTargets,
     is_low_mass,
@@ -21,9 +23,7 @@ from arena_verl.judge.label_probs import (
     read_labels,
     verdict_continuation,
 )
-from arena_verl.judge.messages import build_pairwise_messages, build_pointwise_messages
-from arena_verl.judge.templates import check_judge_templates, load_template
-from arena_verl.judge.verdict import VERDICT_OUTCOME, parse_score, parse_verdict
+from arena_verl.judge.verdicts.parsing import VERDICT_OUTCOME, parse_score, parse_verdict
 from arena_verl.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)

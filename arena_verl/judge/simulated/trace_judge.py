@@ -1,9 +1,9 @@
 """The SIMULATED trace judge: the ``backend=simulated`` judge of training, tests, benchmarks and the CPU demo. It
 never reads a trace's reasoning: each trace has a hidden quality (``extra_info.sim_quality`` when the sample carries
 one, else a seeded hash of its text), and verdicts are drawn from those qualities by the law it shares with the
-tournament benchmarks' judge (:mod:`arena_verl.judge.simulated_law`). Logs and metrics name it ``simulated``.
+tournament benchmarks' judge (:mod:`arena_verl.judge.simulated.law`). Logs and metrics name it ``simulated``.
 With ``verdict="probability"`` (``reward.arena.judge.verdict``) it reports the law's probability that the first trace
-is better, with Beta noise of concentration ``concentration`` (:meth:`~arena_verl.judge.simulated_law.VerdictLaw.
+is better, with Beta noise of concentration ``concentration`` (:meth:`~arena_verl.judge.simulated.law.VerdictLaw.
 probability`), and an unrounded pointwise score, from the same draws as its hard verdicts."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import struct
 import numpy as np
 from scipy.special import ndtri
 
-from arena_verl.judge.base import JudgeStats, Trace
-from arena_verl.judge.simulated_law import DEFAULT_CONCENTRATION, LatencyModel, SimulatedBase, VerdictLaw
+from arena_verl.core.judge_protocol import JudgeStats, Trace
+from arena_verl.judge.simulated.law import DEFAULT_CONCENTRATION, LatencyModel, SimulatedBase, VerdictLaw
 
 __all__ = ["SimulatedTraceJudge", "hashed_quality"]
 
@@ -29,14 +29,14 @@ def hashed_quality(text: str, seed: int = 0) -> float:
 
 class SimulatedTraceJudge(SimulatedBase):
     """SIMULATED judge over traces: ``P(first wins) = F(sharpness * (q_first - q_second) + position_bias)`` with
-    tie and parse-failure rates, as :class:`arena_verl.judge.simulated_pairs.SimulatedJudge` (one
-    :class:`~arena_verl.judge.simulated_law.VerdictLaw`; ``F`` logistic unless ``noise="probit"``).
+    tie and parse-failure rates, as :class:`arena_verl.judge.simulated.pairs.SimulatedJudge` (one
+    :class:`~arena_verl.judge.simulated.law.VerdictLaw`; ``F`` logistic unless ``noise="probit"``).
 
     Draws come from one generator seeded by ``seed``: each call takes its verdict's three uniforms (a pointwise
     score: a uniform and a normal), then its latency. Each call waits a random latency of mean ``latency_s`` (0:
     answers at once): exponential when ``latency_sigma`` is 0 (the historical default), else log-normal with that
     sigma (of the log), e.g. 0.3 for a judge whose calls take about the same time (the live-latency benchmark's
-    protocol); :class:`~arena_verl.judge.simulated_law.LatencyModel`.
+    protocol); :class:`~arena_verl.judge.simulated.law.LatencyModel`.
 
     ``verdict`` is ``generate`` (hard verdicts 0 / 0.5 / 1, grades in {0, 0.5, 1}) or ``probability`` (a number in
     [0, 1] from the same three uniforms, Beta noise of ``concentration`` around the law's P(first is better); a

@@ -5,8 +5,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 
-from arena_verl.judge.hygiene import new_delimiter, sanitize_trace
-from arena_verl.judge.templates import fill_template, load_template
+from arena_verl.judge.prompting.hygiene import new_delimiter, sanitize_trace
+from arena_verl.judge.prompting.templates import fill_template, load_template
 
 __all__ = ["build_pairwise_messages", "build_pointwise_messages"]
 
@@ -29,9 +29,9 @@ def build_pairwise_messages(
 
     ``template`` is a built-in name or a file path (default ``math``). ``reference`` is shown only when given.
     ``delimiter`` is the random tag around the traces: fresh per call by default; the referee passes one per group
-    (see :func:`~arena_verl.judge.hygiene.new_delimiter`) so that the calls of a group share a cacheable prefix.
+    (see :func:`~.hygiene.new_delimiter`) so that the calls of a group share a cacheable prefix.
     ``count_tokens`` and ``special_tokens`` describe the judge's tokenizer when it is known (see
-    :func:`~arena_verl.judge.hygiene.sanitize_trace`).
+    :func:`~arena_verl.judge.prompting.hygiene.sanitize_trace`).
     """
     texts = {"problem": problem, "first": first_trace, "second": second_trace}
     return _messages(template or "math", texts, reference, max_trace_tokens, count_tokens, delimiter, special_tokens)

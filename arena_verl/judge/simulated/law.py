@@ -2,10 +2,11 @@
 long a call takes. For tests, benchmarks and the CPU demo only: a simulated judge never reads a trace, and anything
 that reports figures from it must say that the judge was simulated.
 
-- :class:`arena_verl.judge.simulated_pairs.SimulatedJudge`: ``await judge(first_index, second_index)`` over a
+- :class:`arena_verl.judge.simulated.pairs.SimulatedJudge`: ``await judge(first_index, second_index)`` over a
   vector of qualities (the tournament benchmarks), common random numbers per pair;
-- :class:`arena_verl.judge.simulated.SimulatedTraceJudge`: the ``backend=simulated`` judge of training and the CPU
-  demo (``compare(problem, first_trace, second_trace, ...)``), qualities from ``Trace.quality_hint`` or a text hash.
+- :class:`arena_verl.judge.simulated.trace_judge.SimulatedTraceJudge`: the ``backend=simulated`` judge of training
+  and the CPU demo (``compare(problem, first_trace, second_trace, ...)``), qualities from ``Trace.quality_hint`` or a
+  text hash.
 
 Both are :class:`SimulatedBase`: one identity (``name == "simulated"``), one :class:`VerdictLaw`, one
 :class:`LatencyModel`; they differ only in where qualities and random numbers come from. Both answer in either verdict
