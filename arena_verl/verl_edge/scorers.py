@@ -13,6 +13,7 @@ import logging
 import math
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -23,12 +24,13 @@ logger = logging.getLogger(__name__)
 __all__ = ["Scorers", "choose_scorers", "run_scorer"]
 
 
+@dataclass(frozen=True)
 class Scorers:
     """``user``: the user's function (it verifies every sample) or None; ``default``: the scorer of the data sources
     that are neither math nor multiple choice."""
 
-    def __init__(self, user: Callable | None, default: Callable | None):
-        self.user, self.default = user, default
+    user: Callable | None
+    default: Callable | None
 
 
 def choose_scorers(config, compute_score: Callable | None) -> Scorers:
