@@ -49,6 +49,69 @@ async def run_config(judge, tokenizer, strategy, prefix_aware, groups, n, traces
     return calls, time.perf_counter() - started
 
 
+def counting_judge(settings, tokenizer, counters: dict):
+    """The ``vllm`` judge, counting the prompt and output tokens of every generation into ``counters``."""
+    from arena_verl.judge.backends.transformers_backend import render_chat
+    from arena_verl.judge.backends.vllm_backend import VLLMJudge
+
+    class CountingJudge(VLLMJudge):
+        async def _generate(self, messages, temperature):
+            text = await super()._generate(messages, temperature)
+            counters["prompt_tokens"] += len(tokenizer.encode(render_chat(tokenizer, messages)))
+            counters["output_tokens"] += len(tokenizer.encode(text))
+            return text
+
+    return CountingJudge(settings)
+
+
+async def measure(judge, tokenizer, counters: dict, *, n: int, groups: int, repeats: int, trace_words: int):
+    """(strategy, prefix_aware, calls, seconds, token counts) for live and round robin, with and without prefix-aware
+    ordering, the median of ``repeats`` runs each, after one warm-up group."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    traces = [[synthetic_trace(rng, trace_words) for _ in range(n)] for _ in range(groups)]
+    await judge._wait_until_ready()
+    await run_config(judge, tokenizer, "live", False, 1, n, traces, counters)  # warm-up
+    rows = []
+    for strategy in ("live", "round_robin"):
+        for prefix_aware in (False, True):
+            samples = []
+            for _ in range(repeats):
+                counters.update(prompt_tokens=0, output_tokens=0)
+                calls, seconds = await run_config(judge, tokenizer, strategy, prefix_aware, groups, n, traces,
+                                                  counters)  # fmt: skip
+                samples.append((seconds, calls, dict(counters)))
+            seconds, calls, counts = sorted(samples, key=lambda s: s[0])[len(samples) // 2]
+            rows.append((strategy, prefix_aware, calls, seconds, counts))
+    return rows
+
+
+def table(rows) -> list[str]:
+    """The benchmark's markdown table and its speed-up lines."""
+    lines = [
+        "| schedule | prefix-aware order | judge calls | seconds | calls/s | prompt tokens/s | output tokens/s |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for strategy, prefix_aware, calls, seconds, counts in rows:
+        lines.append(f"| {strategy} | {'yes' if prefix_aware else 'no'} | {calls} | {seconds:.2f} "
+                     f"| {calls / seconds:.2f} | {counts['prompt_tokens'] / seconds:.0f} "
+                     f"| {counts['output_tokens'] / seconds:.0f} |")  # fmt: skip
+    for strategy in dict.fromkeys(row[0] for row in rows):
+        off = next(r[3] for r in rows if r[0] == strategy and not r[1])
+        on = next(r[3] for r in rows if r[0] == strategy and r[1])
+        lines.append(f"{strategy}: prefix-aware ordering speed-up {off / on:.2f}x")
+    return lines
+
+
+def bench_settings(model: str, max_new_tokens: int, toy: bool):
+    from arena_verl.settings import JudgeSettings
+
+    return JudgeSettings(backend="vllm", model_path=model, max_new_tokens=max_new_tokens, parse_retries=0, retries=0,
+                         timeout_s=600, max_trace_tokens=2048, max_model_len=8192,
+                         dtype="float32" if toy else "auto")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None, help="judge model folder (default: build the toy model)")
@@ -59,69 +122,26 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="runs per configuration (the median is shown)")
     args = parser.parse_args()
 
-    import numpy as np
     import ray
     from transformers import AutoTokenizer
 
-    from arena_verl.judge.backends.transformers_backend import render_chat
-    from arena_verl.judge.backends.vllm_backend import VLLMJudge
-    from arena_verl.settings import JudgeSettings
     from arena_verl.testing.toy import build_toy_model
 
     folder = tempfile.TemporaryDirectory()
     model = args.model or str(build_toy_model(Path(folder.name)))
     tokenizer = AutoTokenizer.from_pretrained(model)
-    settings = JudgeSettings(backend="vllm", model_path=model, max_new_tokens=args.max_new_tokens, parse_retries=0,
-                             retries=0, timeout_s=600, max_trace_tokens=2048, max_model_len=8192,
-                             dtype="float32" if args.model is None else "auto")  # fmt: skip
-    rng = np.random.default_rng(0)
-    traces = [[synthetic_trace(rng, args.trace_words) for _ in range(args.n)] for _ in range(args.groups)]
     counters = {"prompt_tokens": 0, "output_tokens": 0}
-
-    class CountingJudge(VLLMJudge):
-        async def _generate(self, messages, temperature):
-            text = await super()._generate(messages, temperature)
-            counters["prompt_tokens"] += len(tokenizer.encode(render_chat(tokenizer, messages)))
-            counters["output_tokens"] += len(tokenizer.encode(text))
-            return text
-
     ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
-    judge = CountingJudge(settings)
+    judge = counting_judge(bench_settings(model, args.max_new_tokens, args.model is None), tokenizer, counters)
     device = "GPU" if ray.cluster_resources().get("GPU", 0) else f"CPU ({os.cpu_count()} cores)"
-
-    async def bench():
-        await judge._wait_until_ready()
-        await run_config(judge, tokenizer, "live", False, 1, args.n, traces, counters)  # warm-up
-        rows = []
-        for strategy in ("live", "round_robin"):
-            for prefix_aware in (False, True):
-                samples = []
-                for _ in range(args.repeats):
-                    counters.update(prompt_tokens=0, output_tokens=0)
-                    calls, seconds = await run_config(judge, tokenizer, strategy, prefix_aware, args.groups, args.n,
-                                                      traces, counters)  # fmt: skip
-                    samples.append((seconds, calls, dict(counters)))
-                seconds, calls, counts = sorted(samples, key=lambda s: s[0])[len(samples) // 2]
-                rows.append((strategy, prefix_aware, calls, seconds, counts))
-        return rows
-
-    rows = asyncio.run(bench())
+    rows = asyncio.run(measure(judge, tokenizer, counters, n=args.n, groups=args.groups, repeats=args.repeats,
+                               trace_words=args.trace_words))  # fmt: skip
     ray.shutdown()
     print(f"Judge throughput, vLLM engine in a Ray actor on {device}, model "
           f"{'toy RANDOM-weight Qwen2 (2 layers, 128 hidden)' if args.model is None else args.model}, "
           f"{args.groups} routed groups of N={args.n}, ~{args.trace_words}-word traces, "
           f"{args.max_new_tokens} new tokens per call, median of {args.repeats}")  # fmt: skip
-    print("| schedule | prefix-aware order | judge calls | seconds | calls/s | prompt tokens/s | output tokens/s |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
-    base = {}
-    for strategy, prefix_aware, calls, seconds, counts in rows:
-        base.setdefault(strategy, seconds)
-        print(f"| {strategy} | {'yes' if prefix_aware else 'no'} | {calls} | {seconds:.2f} | {calls / seconds:.2f} "
-              f"| {counts['prompt_tokens'] / seconds:.0f} | {counts['output_tokens'] / seconds:.0f} |")  # fmt: skip
-    for strategy in base:
-        off = next(r[3] for r in rows if r[0] == strategy and not r[1])
-        on = next(r[3] for r in rows if r[0] == strategy and r[1])
-        print(f"{strategy}: prefix-aware ordering speed-up {off / on:.2f}x")
+    print("\n".join(table(rows)))
     folder.cleanup()
 
 

@@ -1,5 +1,6 @@
-"""The real trainer, `python -m verl.trainer.main_ppo`, with the arena on CPU, in two trainer starts (the served-judge
-run with its faults and its resume is tests/integration/test_faults.py):
+"""The real trainer, `python -m verl.trainer.main_ppo`, with the arena on CPU, in two trainer starts, both in the long
+tier (`pytest -m long`; the served-judge run with its faults and its resume is tests/integration/test_faults.py, in
+CI; DAPO's replay buffer at its limit is tests/integration/test_dapo_bound.py, in CI):
 
 1. `recipes/cpu_smoke.sh` with the legacy trainer, two reward workers and two referee shards (the SIMULATED judge);
 2. `recipes/rlvr_dapo.sh` (DAPO's group filtering, through the recipes' real branch) with the coin-flip toy policy,
@@ -54,6 +55,7 @@ def test_legacy_trainer_with_sharded_referees_keeps_the_rollout_in_sync(assets, 
     assert_evaluated(evaluate_dumps(tmp_path / "legacy", assets["val"], tmp_path), steps=[0, 2])
 
 
+@pytest.mark.long  # CI's four trainer starts are the faulted run, its resume and the quick experiment's two arms
 def test_rlvr_dapo_recipe_keeps_mixed_groups_and_completes_its_steps(assets, tmp_path):
     """DAPO's replay buffer keeps only groups whose verifier outcomes differ. The coin-flip policy gives mixed groups
     (probability 7/8 at N=4), so steps complete; uniform groups are discarded, regenerated and counted. The data are

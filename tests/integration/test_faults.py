@@ -318,11 +318,15 @@ def test_after_preemption_the_recipe_resumes_and_trains_no_step_twice(fault_run,
         # Each step's counters hold that step's samples only: nothing of the preempted attempt counted again.
         assert_arena_step(step, calls_per_group=CALLS_PER_GROUP)
         assert_rollout_in_sync(step)
-    # The trainer resumed the trained policy, not the initial one (the large learning rate moved its entropy far from
-    # step 1's), and the rollout engine got those weights (assert_rollout_in_sync above).
-    first = steps_by_number(fault_run["summary"])[1]
-    moved = abs(first["actor/entropy"] - last_before["actor/entropy"])
-    assert moved > 0.5 and abs(summary["steps"][0]["actor/entropy"] - last_before["actor/entropy"]) < 0.1 * moved
+    # The trainer resumed the trained policy, not the initial one, and the rollout engine got those weights
+    # (assert_rollout_in_sync above). The large learning rate moves the entropy far from step 1's and keeps moving it
+    # (one more trained step may lie between the last logged step and the checkpoint), so the resumed step is only
+    # required to be far from where the initial policy would put it and nearer the trained policy than the initial.
+    first, resumed = steps_by_number(fault_run["summary"])[1]["actor/entropy"], summary["steps"][0]["actor/entropy"]
+    trained = last_before["actor/entropy"]
+    moved = abs(first - trained)
+    assert moved > 0.5, (first, trained)
+    assert abs(resumed - first) > 0.5 * moved and abs(resumed - trained) < abs(resumed - first), (first, resumed)
     assert_validation_by_verifier_only(summary)
     assert (fault_run["run_dir"] / "checkpoints" / f"global_step_{resumed_from + 2}").is_dir()
     assert "arena_paced" in (fault_run["run_dir"] / "commands.log").read_text()

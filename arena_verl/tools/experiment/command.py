@@ -2,7 +2,7 @@
 verl's real trainer on CPU through the experiment recipes.
 
     arena-verl experiment --out runs/learning                     # the full grid (hours; resumable)
-    arena-verl experiment --out /tmp/quick --quick                # CI's form: one seed, arena_live, three steps
+    arena-verl experiment --out /tmp/quick --quick                # CI's form: one seed, rlvr and arena_live, 3 steps
     arena-verl experiment --out runs/learning --arms rlvr,arena_live --seeds 1
     arena-verl experiment --out runs/learning --report-only       # results.json and the report from finished runs
 
@@ -36,7 +36,7 @@ from arena_verl.tools.experiment.results import aggregate
 
 __all__ = ["configure_parser", "run", "QUICK_ARMS"]
 
-QUICK_ARMS = ("arena_live",)  # one trainer start in CI; the verifier-only arms differ from it by config only
+QUICK_ARMS = ("rlvr", "arena_live")  # the control and the arena: two trainer starts in CI
 MAX_SEEDS = 20
 
 

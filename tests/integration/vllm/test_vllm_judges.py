@@ -5,8 +5,6 @@ as a counted parse failure."""
 
 import asyncio
 import os
-import subprocess
-import sys
 
 import pytest
 import ray
@@ -15,7 +13,7 @@ from arena_verl.judge import Trace
 from arena_verl.judge.backends.openai_backend import OpenAIJudge
 from arena_verl.judge.backends.vllm_backend import VLLMJudge
 from arena_verl.settings import JudgeSettings
-from helpers import paths
+from helpers.scripts import load_script
 from helpers.vllm_server import KEY, SERVED
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
@@ -30,9 +28,14 @@ def ray_cpu(ray_cluster):
 
 def test_vllm_engine_in_a_ray_actor_and_a_dead_one_replaced(toy_model, ray_cpu):
     """One judge, two engine starts (an engine start is most of this test's time): real generations through the
-    engine actor, every call a counted parse failure; then the engine is killed, replaced, and the call retried."""
-    settings = JudgeSettings(backend="vllm", model_path=toy_model, **COMMON)
-    judge = VLLMJudge(settings)
+    engine actor, every call a counted parse failure; the judge-throughput benchmark's quick form
+    (scripts/bench/judge.py) on the same engine; then the engine is killed, replaced, and the call retried."""
+    from transformers import AutoTokenizer
+
+    bench = load_script("bench/judge.py", "bench_judge")
+    tokenizer = AutoTokenizer.from_pretrained(toy_model)
+    counters = {"prompt_tokens": 0, "output_tokens": 0}
+    judge = bench.counting_judge(JudgeSettings(backend="vllm", model_path=toy_model, **COMMON), tokenizer, counters)
 
     async def generations():
         outcomes = await asyncio.gather(
@@ -48,6 +51,13 @@ def test_vllm_engine_in_a_ray_actor_and_a_dead_one_replaced(toy_model, ray_cpu):
     assert (judge.stats.calls, judge.stats.failures, judge.stats.parse_failures, judge.stats.errors) == (3, 3, 6, 0)
     assert 0 <= judge.stats.truncated <= judge.stats.parse_failures
     assert judge.replaced_engines == 0
+    assert counters["prompt_tokens"] > 0 and counters["output_tokens"] > 0  # the benchmark's counting judge counted
+
+    rows = asyncio.run(bench.measure(judge, tokenizer, counters, n=4, groups=1, repeats=1, trace_words=50))
+    lines = bench.table(rows)
+    calls = [line.split("|")[3].strip() for line in lines if line.startswith(("| live", "| round_robin"))]
+    assert calls == ["6", "6", "6", "6"]  # N=4: live == round robin
+    assert sum("prefix-aware ordering speed-up" in line for line in lines) == 2
 
     async def after_a_kill():
         try:
@@ -82,16 +92,6 @@ def test_openai_judge_against_vllm_serve(server, monkeypatch):
     assert isinstance(raw, str)
     assert outcomes == [None] * 4 and score is None
     assert judge.stats.errors == 0 and judge.stats.failures == 5 and judge.stats.parse_failures == 10
-
-
-def test_judge_throughput_benchmark_runs_against_the_engine():
-    root = str(paths.REPO)
-    command = ["scripts/bench/judge.py", "--groups", "1", "--repeats", "1", "--n", "4", "--trace-words", "50"]
-    out = subprocess.run([sys.executable, *command], cwd=root, capture_output=True, text=True, timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    rows = [line for line in out.stdout.splitlines() if line.startswith("| live") or line.startswith("| round_robin")]
-    assert [line.split("|")[3].strip() for line in rows] == ["6", "6", "6", "6"]  # N=4: live == round robin
-    assert "prefix-aware ordering speed-up" in out.stdout
 
 
 def toy_label_probabilities(toy_model, messages, continuation, targets):

@@ -308,7 +308,9 @@ def test_close_kills_the_workers_and_a_later_score_starts_new_ones():
 
 
 def test_a_worker_that_does_not_answer_is_killed_and_replaced():
-    v = MathVerifier(timeout_s=1, num_workers=1)
+    # 3 s, not 1: a fresh worker's first verification (sympy's first parse) can take over a second on a loaded machine
+    # (the fast tier runs in two processes), and math-verify's own alarm then says "error".
+    v = MathVerifier(timeout_s=3, num_workers=1)
     try:
         before = worker_pids()
         assert v.score(r"\boxed{1}", "1").score == 1.0
@@ -317,7 +319,7 @@ def test_a_worker_that_does_not_answer_is_killed_and_replaced():
         start = time.perf_counter()
         result = v.score(r"\boxed{2}", "2")
         assert (result.score, result.status) == (0.0, "timeout")
-        assert time.perf_counter() - start < 1 + 5 + 3 and v.pool_restarts == 1
+        assert time.perf_counter() - start < 3 + 5 + 3 and v.pool_restarts == 1
         assert stuck not in worker_pids()  # killed, not left behind
         assert v.score(r"\boxed{3}", "3").score == 1.0  # a new worker took its place
     finally:
