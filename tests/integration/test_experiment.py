@@ -1,9 +1,8 @@
 """``arena-verl experiment --quick`` from nothing (CI's form of the learning experiment): the warmed policy built,
 the splits written, the rlvr arm and the arena_live arm (the step judge, a Python judge in the real referee) run
 through the recipes with verl's real trainer on CPU, every arm's steps logged once, results.json and the plots
-written; then
-the same command again resumes: nothing is run twice. The figures of three steps mean nothing; the full grid is a
-benchmark (docs/benchmarks/learning.md)."""
+written; then the same command again resumes: nothing is run twice. The figures of three steps mean nothing; the
+full grid is a benchmark (docs/benchmarks/learning.md)."""
 
 import json
 import os
@@ -15,7 +14,7 @@ import pytest
 
 from helpers import paths
 
-QUICK_TIMEOUT_S = 1200  # about 6 minutes on an idle 2-core machine; room for a busy one
+QUICK_TIMEOUT_S = 1200  # one arm took about 4 minutes on an idle 2-core machine; two arms and room for a busy one
 
 
 @pytest.fixture(scope="module")
