@@ -85,5 +85,5 @@ def test_the_python_judge_judged_in_the_real_referee(quick_grid):
 def test_a_second_call_resumes_and_runs_nothing_again(quick_grid):
     out, first, second = quick_grid
     assert first.returncode == 0 and second.returncode == 0, second.stderr[-2000:]
-    assert "1 run (1 arm x 1 seed), 1 finished, 0 to run" in second.stderr
-    assert "run 1 of 1" not in second.stderr
+    assert "2 runs (2 arms x 1 seed), 2 finished, 0 to run" in second.stderr
+    assert "run 1 of 2" not in second.stderr and "run 2 of 2" not in second.stderr
