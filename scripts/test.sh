@@ -6,7 +6,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv/bin/python}
-# The Ctrl-C tests of score and audit-judge failed beside another process (their exit bound): serial, with the rest.
-SERIAL=tests/unit/tools/test_judge_interrupt.py
-"$PYTHON" -m pytest -q -n "${TEST_WORKERS:-2}" tests/unit --ignore="$SERIAL" "$@"
-"$PYTHON" -m pytest -q "$SERIAL" tests/integration "$@"
+"$PYTHON" -m pytest -q -n "${TEST_WORKERS:-2}" tests/unit "$@"
+"$PYTHON" -m pytest -q tests/integration "$@"

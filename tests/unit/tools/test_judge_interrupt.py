@@ -22,6 +22,10 @@ STARTUP_BOUND_S = 120  # imports and the verification of the bundled traces, on 
 STOP_BOUND_S = 30
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class NeverAnswers(BaseHTTPRequestHandler):
     posts = threading.Event()
 
@@ -50,7 +54,10 @@ def test_ctrl_c_stops_a_tool_whose_judge_hangs(tmp_path, hanging_judge, tool, wr
     out = tmp_path / written.split("/")[0]
     command = [sys.executable, "-m", "arena_verl.tools.cli", tool, str(SAMPLE_DIR), "--judge", judge]
     command += ["--answer-extraction", "lenient", "--workers", "1", "--concurrency", "2", "--out", str(out)]
-    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # SIGINT as a terminal gives it: a job started in the background (`cmd &`, nohup, a CI runner's shell) inherits
+    # SIGINT ignored, and Python then installs no KeyboardInterrupt handler: the tool would rightly not stop.
+    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=_default_sigint)  # fmt: skip
     try:
         assert posted.wait(STARTUP_BOUND_S), "the tool never called its judge"
         time.sleep(0.5)
