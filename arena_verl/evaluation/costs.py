@@ -8,7 +8,8 @@ Input: ``{arm: [run, ...]}`` with each run a list of per-step rows (``step_s``, 
 - ``generations_per_step``: rollouts generated per step, DAPO's discarded (regenerated) groups included;
 - ``generations_per_useful_sample``: generations per sample that carried a non-zero advantage (the arena's rewards
   where it gave them): ``sum(generations) / sum(generations * nonzero_advantage_share)`` over steps;
-- ``judge_calls_per_step``;
+- ``judge_calls_per_step``; ``judge_computed_tokens_per_step``: the tokens the judge's engine computed (prompt minus
+  prefix-cache hits, as it reported them; None for runs that did not log it, 0 for a judge that reads no tokens);
 - ``reward_tail_s_p50`` / ``_p95``: the time the reward stage added after the step's last sample, over steps;
 - ``vs_<baseline>``: the arm's step time and generations per step over the baseline's (``rlvr``, ``rlvr_dapo``),
   when both ran.
@@ -63,6 +64,7 @@ def arm_costs(runs: list[list[dict]]) -> dict[str, Any]:
         "generations_per_step": _mean(_values(runs, "generations")),
         "generations_per_useful_sample": (sum(g for g, _ in useful) / useful_total) if useful_total > 0 else None,
         "judge_calls_per_step": _mean(_values(runs, "judge_calls")),
+        "judge_computed_tokens_per_step": _mean(_values(runs, "judge_computed_tokens")),
         "reward_tail_s_p50": _quantile(tails, 0.5),
         "reward_tail_s_p95": _quantile(tails, 0.95),
     }
@@ -90,6 +92,7 @@ def cost_rows(table: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[st
         "generations/step",
         "generations/useful sample",
         "judge calls/step",
+        "judge computed tokens/step",
         "reward tail p50 / p95 (s)",
         "step time vs rlvr",
         "vs rlvr_dapo",
@@ -107,6 +110,7 @@ def cost_rows(table: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[st
                 cell(c["generations_per_step"], 1),
                 cell(c["generations_per_useful_sample"]),
                 cell(c["judge_calls_per_step"], 1),
+                cell(c["judge_computed_tokens_per_step"], 0),
                 f"{cell(c['reward_tail_s_p50'])} / {cell(c['reward_tail_s_p95'])}",
                 cell(c.get("vs_rlvr", {}).get("step_s")),
                 cell(c.get("vs_rlvr_dapo", {}).get("step_s")),

@@ -14,7 +14,7 @@ import pytest
 
 from helpers import paths
 
-QUICK_TIMEOUT_S = 1200  # one arm took about 4 minutes on an idle 2-core machine; two arms and room for a busy one
+QUICK_TIMEOUT_S = 1200  # both arms at once: 349 s here with the policy cached (docs/tools.md); room for a busy machine
 
 
 @pytest.fixture(scope="module")

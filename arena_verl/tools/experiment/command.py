@@ -8,9 +8,10 @@ verl's real trainer on CPU through the experiment recipes.
 
 It builds what the runs share (the warmed policy, cached by its settings under ``--cache``; the training, test and
 held-out splits under ``OUT/assets``), then runs every arm x seed as ``bash recipes/<recipe>.sh`` with ``SETTING=cpu``
-(one at a time: a run takes both cores). A finished run (its ``result.json``) is never redone; an unfinished one is
-started again from nothing. After each run ``OUT/results.json``, ``OUT/report.html`` and the PNG plots are written
-again from every finished run. Progress: one line per change (run k of n, step, ETA).
+(one at a time by default: a run takes both cores; ``--jobs N``: N at once, whose step times are not comparable
+with a run alone; ``--quick`` runs its two at once). A finished run (its ``result.json``) is never redone; an
+unfinished one is started again from nothing. After each run ``OUT/results.json``, ``OUT/report.html`` and the PNG
+plots are written again from every finished run. Progress: one line per change (run k of n, step, ETA).
 
 The judges are programs (:mod:`arena_verl.judge.programs`), standing in for an LLM judge: see
 :mod:`arena_verl.tools.experiment.arms`. Exit status: 0 every run finished, 1 a run failed (the others still ran;
@@ -20,11 +21,13 @@ rerun to retry it), 2 bad input (one line).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import dataclasses
 import json
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -34,9 +37,13 @@ from arena_verl.tools.experiment.grid import RECIPES, grid_runs, is_finished, ru
 from arena_verl.tools.experiment.report import write_report
 from arena_verl.tools.experiment.results import aggregate
 
-__all__ = ["configure_parser", "run", "QUICK_ARMS"]
+__all__ = ["configure_parser", "run", "QUICK_ARMS", "QUICK_JOBS"]
 
 QUICK_ARMS = ("rlvr", "arena_live")  # the control and the arena: two trainer starts in CI
+# The quick form's runs at once: its figures mean nothing, and a trainer's start on CPU (about 3 minutes of imports
+# and process starts, far more than its three steps) overlaps well with another's.
+QUICK_JOBS = 2
+MAX_JOBS = 8
 MAX_SEEDS = 20
 
 
@@ -59,6 +66,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--policy", type=Path, default=None, help="a policy folder to train instead of the warmed one (not built)"
     )
     parser.add_argument("--report-only", action="store_true", help="no runs: results and report from finished runs")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help=f"runs at once (default 1; --quick: {QUICK_JOBS}). Runs that share the machine slow each other: their "
+        "step times are not comparable with a run alone (the learning figures were measured one at a time)",
+    )
 
 
 def _arms(text: str | None, quick: bool) -> list:
@@ -186,6 +200,9 @@ def _run(args: argparse.Namespace) -> int:
     seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
     if isinstance(seeds, bool) or not 1 <= seeds <= MAX_SEEDS:
         raise InputError(f"--seeds must be between 1 and {MAX_SEEDS}, got {seeds}")
+    jobs = args.jobs if args.jobs is not None else (QUICK_JOBS if args.quick else 1)
+    if isinstance(jobs, bool) or not 1 <= jobs <= MAX_JOBS:
+        raise InputError(f"--jobs must be between 1 and {MAX_JOBS}, got {jobs}")
     if not (RECIPES / "rlvr.sh").is_file():
         raise InputError(f"the experiment recipes are not at {RECIPES} (run from a clone of the repository)")
     plan = QUICK if args.quick else FULL
@@ -212,21 +229,31 @@ def _run(args: argparse.Namespace) -> int:
     durations = [
         json.loads((r.folder(out) / "result.json").read_text()).get("wall_s", 0.0) for r in runs if is_finished(r, out)
     ]
-    for index, item in enumerate(todo):
-        number = runs.index(item) + 1
-        mean_s = sum(durations) / len(durations) if durations else None
-        eta = f", ETA {(len(todo) - index) * mean_s / 60:.0f} min" if mean_s else ""
-        head = f"run {number} of {len(runs)}: {item.arm.name} seed {item.seed}{eta}"
-        log(head)
+    lock, stop = threading.Lock(), threading.Event()
+
+    def attempt(index: int, item) -> None:
+        with lock:
+            number = runs.index(item) + 1
+            mean_s = sum(durations) / len(durations) if durations else None
+            eta = f", ETA {(len(todo) - index) * mean_s / 60 / jobs:.0f} min" if mean_s else ""
+            head = f"run {number} of {len(runs)}: {item.arm.name} seed {item.seed}{eta}"
+            log(head)
         started = time.monotonic()
-        rc, result = run_one(item, plan, assets, out, lambda line, head=head: log(f"  {head}: {line}"))
-        if result is None:
-            failed.append(item)
-            log(f"  {head}: failed (exit {rc}); see {item.folder(out) / 'experiment.log'}")
-        else:
-            durations.append(time.monotonic() - started)
-            log(f"  {head}: done in {durations[-1]:.0f} s")
-            write_results(out, arms, plan, assets)
+        rc, result = run_one(item, plan, assets, out, lambda line: log(f"  {head}: {line}"), stop if jobs > 1 else None)
+        with lock:  # one writer of results.json and the report at a time
+            if result is None:
+                failed.append(item)
+                log(f"  {head}: failed (exit {rc}); see {item.folder(out) / 'experiment.log'}")
+            else:
+                durations.append(time.monotonic() - started)
+                log(f"  {head}: done in {durations[-1]:.0f} s")
+                write_results(out, arms, plan, assets)
+
+    if jobs == 1:
+        for index, item in enumerate(todo):
+            attempt(index, item)
+    else:
+        _in_threads(attempt, todo, jobs, stop)
     summary = write_results(out, arms, plan, assets)
     if summary:
         log(f"results: {out / 'results.json'}, report: {out / 'report.html'}")
@@ -234,6 +261,23 @@ def _run(args: argparse.Namespace) -> int:
         log(f"{len(failed)} run(s) failed: {', '.join(f'{r.arm.name} seed {r.seed}' for r in failed)}; rerun to retry")
         return 1
     return 0
+
+
+def _in_threads(attempt, todo: list, jobs: int, stop: threading.Event) -> None:
+    """``attempt(index, run)`` for every run, ``jobs`` at once, each in a worker thread. Signals reach the main thread
+    only: on one (or any error) ``stop`` is set, so every run in progress stops its recipe, and the error is raised
+    once they have."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="run") as pool:
+        futures = [pool.submit(attempt, index, item) for index, item in enumerate(todo)]
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                future.result()
+        except BaseException:
+            stop.set()
+            for future in futures:
+                future.cancel()  # not started yet: never starts
+            concurrent.futures.wait(futures)
+            raise
 
 
 def _count(number: int, noun: str) -> str:

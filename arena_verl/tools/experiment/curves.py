@@ -33,6 +33,7 @@ STEP_FIGURES = {
     "nonzero_advantage_share_rlvr": ("arena/nonzero_advantage_share_rlvr",),
     "response_length": ("response_length/mean",),
     "judge_calls": ("arena/judge_calls",),
+    "judge_computed_tokens": ("arena/judge_computed_tokens",),  # prompt minus cached, as the engine reported them
     "groups_routed": ("arena/groups_routed",),
     "fallbacks": ("arena/fallback_deadline", "arena/fallback_judge_error"),
     "reward_tail_s": ("arena/tail_after_last_sample_s",),

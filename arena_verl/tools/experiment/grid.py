@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from arena_verl.data.metrics_log import scan_records
 from arena_verl.tools.experiment.arms import Arm, Plan
 from arena_verl.tools.experiment.curves import run_curves
 
-__all__ = ["Run", "RECIPES", "grid_runs", "run_one"]
+__all__ = ["Run", "RECIPES", "RunStopped", "grid_runs", "run_one"]
 
 RECIPES = Path(__file__).resolve().parents[3] / "recipes"
 _POLL_S = 5.0
@@ -111,10 +112,21 @@ def _hydra_value(value) -> str:
     raise ValueError(f"a judge knob must be a number, got {value!r}")
 
 
+class RunStopped(Exception):
+    """``stop`` was set while the run was in progress: its recipe was stopped (everything it started with it)."""
+
+
 def run_one(
-    run: Run, plan: Plan, assets: dict[str, Path], out: Path, progress: Callable[[str], None]
+    run: Run,
+    plan: Plan,
+    assets: dict[str, Path],
+    out: Path,
+    progress: Callable[[str], None],
+    stop: threading.Event | None = None,
 ) -> tuple[int, dict | None]:
-    """Run ``run`` from nothing; returns (the recipe's exit status, the run's curves when every step was logged)."""
+    """Run ``run`` from nothing; returns (the recipe's exit status, the run's curves when every step was logged).
+    ``stop`` (a run in a worker thread, which no signal reaches): once set, the recipe is stopped and
+    :class:`RunStopped` raised."""
     folder = run.folder(out)
     if folder.exists():
         progress(f"{run.arm.name} seed {run.seed}: an unfinished attempt is there; starting it again from nothing")
@@ -136,6 +148,8 @@ def run_one(
         try:
             last = None
             while True:
+                if stop is not None and stop.is_set():
+                    raise RunStopped(f"{run.arm.name} seed {run.seed}")
                 try:
                     rc = child.wait(timeout=_POLL_S)
                     break

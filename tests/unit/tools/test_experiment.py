@@ -113,6 +113,15 @@ def test_cost_rows_without_a_baseline():
     assert table["arena_live"]["generations_per_useful_sample"] is None  # nothing useful: no ratio, no crash
     header, rows = cost_rows(table)
     assert rows[0][0] == "arena_live" and rows[0][-1] == "-"
+    assert rows[0][header.index("judge computed tokens/step")] == "-"  # a run that did not log it: no figure
+
+
+def test_the_judges_computed_tokens_per_step_are_a_cost_column():
+    steps = [{"step_s": 2.0, "generations": 16.0, "judge_computed_tokens": tokens} for tokens in (900.0, 1100.0)]
+    table = cost_columns({"arena_live": [steps, [{"step_s": 2.0, "judge_computed_tokens": 1600.0}]]})
+    assert table["arena_live"]["judge_computed_tokens_per_step"] == pytest.approx(1200.0)
+    header, rows = cost_rows(table)
+    assert rows[0][header.index("judge computed tokens/step")] == "1200"
 
 
 def test_grid_order_and_cost_arm_at_one_seed():
@@ -136,7 +145,8 @@ def test_run_overrides_carry_the_judge_knobs_and_seed(tmp_path):
 
 
 def _args(tmp_path, **kwargs):
-    defaults = dict(out=tmp_path / "grid", seeds=None, arms=None, quick=True, cache=tmp_path, report_only=False)
+    defaults = dict(out=tmp_path / "grid", seeds=None, arms=None, quick=True, cache=tmp_path, report_only=False,
+                    jobs=None)  # fmt: skip
     return argparse.Namespace(**{**defaults, "policy": None, **kwargs})
 
 
@@ -148,6 +158,9 @@ def _args(tmp_path, **kwargs):
         ({"arms": ","}, "empty"),
         ({"seeds": 0}, "--seeds"),
         ({"seeds": 21}, "--seeds"),
+        ({"jobs": 0}, "--jobs"),
+        ({"jobs": 9}, "--jobs"),
+        ({"jobs": True}, "--jobs"),
     ],
 )
 def test_bad_flags_are_refused_before_anything_runs(tmp_path, kwargs, message):
@@ -167,3 +180,34 @@ def test_one_experiment_per_folder(tmp_path):
     command._claim(out, {"plan": 1})  # the same settings: resumed
     with pytest.raises(InputError, match="other settings"):
         command._claim(out, {"plan": 2})
+
+
+def test_runs_in_threads_all_run_and_one_error_stops_the_others():
+    import threading
+    import time
+
+    done = []
+
+    def attempt(index, item):
+        time.sleep(0.01)
+        done.append(item)
+
+    command._in_threads(attempt, list("abcde"), 2, threading.Event())
+    assert sorted(done) == list("abcde")  # every run, each once
+
+    stop, seen_stop = threading.Event(), []
+
+    def failing(index, item):
+        if item == "bad":
+            raise OSError("disk full")
+        for _ in range(500):  # a run in progress: it ends when stop is set (run_one stops its recipe then)
+            if stop.is_set():
+                seen_stop.append(item)
+                return
+            time.sleep(0.01)
+
+    started = time.monotonic()
+    with pytest.raises(OSError, match="disk full"):
+        command._in_threads(failing, ["long", "bad", "never"], 2, stop)
+    # The run in progress stopped (a queued one may have started before the cancel: it stops as soon as it looks).
+    assert "long" in seen_stop and time.monotonic() - started < 4
