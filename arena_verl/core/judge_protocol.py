@@ -26,6 +26,10 @@ class JudgeStats:
     errors: int = 0  # generations that raised or timed out
     truncated: int = 0  # generations cut by max_new_tokens (no verdict, whatever their text; counted in parse_failures)
     low_mass: int = 0  # probability verdicts: calls whose labels got less than low_mass_floor (still answered)
+    # What the engine computed, as it reports it (0 from a judge that reads no tokens or a server without usage):
+    prompt_tokens: int = 0  # prompt tokens of every generation and probability read, re-asks and retries included
+    cached_tokens: int = 0  # ... of them served from the engine's prefix cache (computed = prompt - cached)
+    trace_tokens: int = 0  # each trace's tokens as shown, once per group (the bound's L; needs the judge's tokenizer)
 
 
 class Reply(str):

@@ -35,8 +35,9 @@ transitivity_violations     over judged triples (same-outcome triples whose thre
                             its two calls' mean probability for ``a``, ``(o_first + 1 - o_second) / 2``: ``a`` is
                             preferred when ``o_first > o_second``, ``b`` when ``o_first < o_second``; a tie breaks a
                             cycle
-tokens_in_per_call, ...     the mean over the calls that measured it (prompt tokens, generated tokens, wall-clock
-                            seconds); None when no call did (a judge that reads no tokens)
+tokens_in_per_call, ...     the mean over the calls that measured it (prompt tokens, generated tokens, the prompt
+                            tokens the judge's engine reported and those it served from its prefix cache, wall-clock
+                            seconds); None when no call did (a judge that reads no tokens, an engine that reports none)
 ==========================  ===========================================================================================
 """
 
@@ -83,6 +84,8 @@ FIGURES = {
     "transitivity_violations": "same-outcome triples whose order-averaged preferences form a cycle",
     "tokens_in_per_call": "prompt tokens per call",
     "tokens_out_per_call": "generated tokens per call",
+    "prompt_tokens_per_call": "prompt tokens per call as the judge's engine counted them (re-asks included)",
+    "cached_tokens_per_call": "of those, tokens per call the engine served from its prefix cache",
     "seconds_per_call": "wall-clock seconds per call (calls in flight: --concurrency)",
 }
 FIGURE_KEYS = tuple(FIGURES)
@@ -107,6 +110,8 @@ class AuditedPair:
     tokens_in: tuple[int | None, int | None] = (None, None)
     tokens_out: tuple[int | None, int | None] = (None, None)
     seconds: tuple[float | None, float | None] = (None, None)
+    prompt_tokens: tuple[int | None, int | None] = (None, None)  # as the judge's engine reported them
+    cached_tokens: tuple[int | None, int | None] = (None, None)  # ... of them served from its prefix cache
 
     @property
     def decided_both(self) -> bool:
@@ -137,6 +142,8 @@ def audit_figures(pairs: Iterable[AuditedPair]) -> dict[str, int | float | None]
         "transitivity_violations": transitivity_violations(pairs),
         "tokens_in_per_call": _mean(n for p in pairs for n in p.tokens_in),
         "tokens_out_per_call": _mean(n for p in pairs for n in p.tokens_out),
+        "prompt_tokens_per_call": _mean(n for p in pairs for n in p.prompt_tokens),
+        "cached_tokens_per_call": _mean(n for p in pairs for n in p.cached_tokens),
         "seconds_per_call": _mean(s for p in pairs for s in p.seconds),
     }
 

@@ -462,7 +462,7 @@ run_judge_server() {
   health="http://$(host_port "$ip" "$port")/health"
   build_step "$node" vllm serve "$JUDGE_MODEL" --served-model-name="${JUDGE_SERVED_NAME:-judge}" \
     --tensor-parallel-size="$tp" --host="$listen" --port="$port" \
-    --gpu-memory-utilization="${JUDGE_GPU_MEMORY_UTILIZATION:-0.9}" "$@"
+    --gpu-memory-utilization="${JUDGE_GPU_MEMORY_UTILIZATION:-0.9}" --enable-prompt-tokens-details "$@"
   if [ -n "${JUDGE_API_KEY:-}" ]; then export VLLM_API_KEY=$JUDGE_API_KEY; fi
   echo "$(date '+%F %T') judge ${JUDGE_MODEL} on $node (TP $tp) at $JUDGE_URL" \
     "($([ -n "${JUDGE_API_KEY:-}" ] && echo "API key required" || echo "no API key")); log $LOG_DIR/judge_vllm.log"

@@ -34,7 +34,8 @@ def vllm_serve(model: str, log_path: Path) -> Iterator[str]:
     command = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model,
                "--served-model-name", SERVED, "--api-key", KEY, "--host", "127.0.0.1", "--port", str(port),
                "--dtype", "float32", "--max-model-len", "2048", "--max-num-seqs", "4",
-               "--max-num-batched-tokens", "2048", "--enforce-eager", "--disable-log-stats"]  # fmt: skip
+               "--max-num-batched-tokens", "2048", "--enforce-eager", "--disable-log-stats",
+               "--enable-prompt-tokens-details"]  # fmt: skip
     # --enforce-eager: no torch.compile warm-up (about 20 s of a ~50 s start here); the toy model needs no speed.
     with open(log_path, "w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)

@@ -13,6 +13,7 @@ from arena_verl.core.names import FALLBACK_REASONS
 
 __all__ = [
     "COUNTERS",
+    "JUDGE_STAT_COUNTERS",
     "StepCounters",
     "group_counts",
     "utilisation_counts",
@@ -47,6 +48,10 @@ COUNTERS = (
     "judge_failures",
     "judge_calls_dropped",  # in flight at a complete group's grace deadline (completion_grace): cancelled
     "judge_calls_low_mass",  # probability verdicts whose labels got less than judge.low_mass_floor (still used)
+    # What the judge's engine computed (JudgeStats; 0 from a judge that reads no tokens or reports no usage):
+    "judge_prompt_tokens",  # prompt tokens of every generation and read, re-asks and retries included
+    "judge_cached_tokens",  # ... of them served from the engine's prefix cache
+    "judge_trace_tokens",  # the judged traces' tokens as shown, once per group (the cost bound's N x L)
     "shed_speculation",  # idle-time speculative work held back: the judge pool had a full pool's worth queued
     "shed_budget",  # a complete group's remaining budget given up: the judge pool was far behind
     *(f"fallback_{name}" for code, name in FALLBACK_REASONS.items() if code),
@@ -65,6 +70,15 @@ COUNTERS = (
     "order_effect_sum",  # the fitted first-position bonus (order_effect: true), summed over routed tournaments
     "order_effect_fits",
 )
+
+
+# Step counters read from the judge's own cumulative stats (JudgeStats field), charged to the next group answered.
+JUDGE_STAT_COUNTERS = {
+    "judge_calls_low_mass": "low_mass",
+    "judge_prompt_tokens": "prompt_tokens",
+    "judge_cached_tokens": "cached_tokens",
+    "judge_trace_tokens": "trace_tokens",
+}
 
 
 class StepCounters:
@@ -184,6 +198,11 @@ def derive_metrics(counts: dict[str, float]) -> dict[str, float]:
     out["arena/all_correct_share_of_uniform"] = share("groups_all_correct", uniform)
     out["arena/alpha_routed"] = routed / groups if groups else 0.0
     out["arena/judge_calls_per_routed_group"] = share("judge_calls_routed", routed)
+    # Computed tokens (prompt - cached) per trace shown: the bound is about (N + C) / N trace lengths plus template.
+    computed = counts.get("judge_prompt_tokens", 0) - counts.get("judge_cached_tokens", 0)
+    out["arena/judge_computed_tokens"] = float(computed)
+    out["arena/judge_computed_per_trace_token"] = computed / counts["judge_trace_tokens"] \
+        if counts.get("judge_trace_tokens", 0) else 0.0  # fmt: skip
     samples = counts.get("advantage_samples", 0)
     for suffix in ("", "_rlvr"):
         out[f"arena/nonzero_advantage_share{suffix}"] = share(f"nonzero_advantage{suffix}", samples)

@@ -43,7 +43,13 @@ from arena_verl.core.referee.groups import (
     normalised,
     stable_seed,
 )
-from arena_verl.core.referee.metrics import StepCounters, derive_metrics, group_counts, position_figures
+from arena_verl.core.referee.metrics import (
+    JUDGE_STAT_COUNTERS,
+    StepCounters,
+    derive_metrics,
+    group_counts,
+    position_figures,
+)
 from arena_verl.core.referee.speculation import Speculation, speculation_step
 from arena_verl.core.routing import is_uniform, route_of, tournament_rewards
 from arena_verl.core.tournament import Tournament, contained, valid_outcome
@@ -61,7 +67,7 @@ class Referee:
         self.judge = judge
         self._limiter = PriorityLimiter(options.judge_slots)
         self._latency = LatencyEstimate()  # typical duration of one judge call
-        self._low_mass_seen = 0  # the judge's low-mass count already charged to a step
+        self._judge_seen = dict.fromkeys(JUDGE_STAT_COUNTERS.values(), 0)  # judge counts already charged to a step
         self._book = GroupBook(options.group_size)
         self._tasks: set[asyncio.Task] = set()
         self._counters = StepCounters()
@@ -293,10 +299,12 @@ class Referee:
         )
         if counts["samples_routed"]:
             self._last_routed_answer_at = time.time()
-        # The judge counts low-mass calls across groups; each new one is charged to the next group answered.
-        low_mass = int(getattr(self.judge.stats, "low_mass", 0) or 0)
-        counts["judge_calls_low_mass"] = max(0, low_mass - self._low_mass_seen)
-        self._low_mass_seen = max(self._low_mass_seen, low_mass)
+        # The judge counts low-mass calls and tokens across groups; what is new is charged to the next group answered.
+        for counter, field in JUDGE_STAT_COUNTERS.items():
+            total = getattr(self.judge.stats, field, 0)
+            total = total if isinstance(total, int) and not isinstance(total, bool) else 0
+            counts[counter] = max(0, total - self._judge_seen[field])
+            self._judge_seen[field] = max(self._judge_seen[field], total)
         self._counters.add_all(group.step, counts)
 
     def _count(self, step: int | None, key: str, amount: float = 1) -> None:

@@ -45,6 +45,10 @@ def _never(text: str) -> None:
     return None
 
 
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 class ModelJudge:
     """Base of the transformers, openai and vllm judges.
 
@@ -60,6 +64,7 @@ class ModelJudge:
     """
 
     name = "model"
+    reports_usage = False  # True once an engine reported a request's prompt tokens (count_usage)
     vocabulary = None  # a backend's LabelVocabulary (its tokenizer's label tokens), when it has a tokenizer
 
     def __init__(
@@ -74,6 +79,7 @@ class ModelJudge:
         self.special_tokens = frozenset(special_tokens or ())  # the judge tokenizer's: neutralised in traces
         self._limiter = asyncio.Semaphore(settings.max_concurrency)
         self._delimiters: dict[str, str] = {}
+        self._shown: dict[str, set[int]] = {}  # group: hashes of its traces already in stats.trace_tokens
         check_judge_templates(settings)  # a judge built directly (not from a checked config) refuses them too
 
     async def _generate(self, messages: list[dict], temperature: float) -> str:
@@ -102,6 +108,33 @@ class ModelJudge:
             self._delimiters.pop(next(iter(self._delimiters)))
         return tag
 
+    def count_usage(self, prompt_tokens, cached_tokens) -> None:
+        """Add an engine's report of one generation or read (its prompt tokens, those served from its prefix cache)
+        to ``stats``; a count that is not a non-negative integer (a server's garbage) is left out, and a cached count
+        is never above its prompt's."""
+        if not _is_count(prompt_tokens):
+            return
+        self.reports_usage = True
+        self.stats.prompt_tokens += prompt_tokens
+        if _is_count(cached_tokens):
+            self.stats.cached_tokens += min(cached_tokens, prompt_tokens)
+
+    def _note_traces(self, group: str | None, *texts) -> None:
+        """Add each trace's tokens as shown (its count, at most ``max_trace_tokens``) to ``stats.trace_tokens``, once
+        per group (every call without a group). Needs the judge's tokenizer: a byte count is no token figure."""
+        if self.count_tokens is None:
+            return
+        seen = set() if group is None else self._shown.pop(group, set())
+        for text in texts:
+            key = hash(text)
+            if key not in seen:
+                seen.add(key)
+                self.stats.trace_tokens += min(self.count_tokens(str(text)), self.settings.max_trace_tokens)
+        if group is not None:
+            self._shown[group] = seen  # most recently used last
+            while len(self._shown) > _DELIMITER_CACHE:
+                self._shown.pop(next(iter(self._shown)))
+
     async def compare(
         self,
         problem: str,
@@ -112,6 +145,7 @@ class ModelJudge:
         task: str = "math",
         group: str | None = None,
     ) -> float | None:
+        self._note_traces(group, first.text, second.text)
         template = self.settings.pairwise_template or task
         messages = build_pairwise_messages(
             problem,
@@ -132,6 +166,7 @@ class ModelJudge:
     async def score(
         self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math", group: str | None = None
     ) -> float | None:
+        self._note_traces(group, trace.text)
         messages = build_pointwise_messages(
             problem,
             trace.text,

@@ -29,7 +29,14 @@ from arena_verl.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["OpenAIJudge", "judge_tokenizer", "byte_budget_warning", "top_logprobs_by_text", "label_ids_answered"]
+__all__ = [
+    "OpenAIJudge",
+    "judge_tokenizer",
+    "byte_budget_warning",
+    "top_logprobs_by_text",
+    "label_ids_answered",
+    "reported_usage",
+]
 
 TOP_LOGPROBS = 20  # the most an OpenAI-compatible chat endpoint returns (vLLM 0.24 and the OpenAI API)
 
@@ -135,7 +142,9 @@ class OpenAIJudge(ModelJudge):
             if response.status in (400, 401, 403, 404, 422):
                 raise PermanentJudgeError(f"HTTP {response.status} from {url}: {(await response.text())[:300]}")
             response.raise_for_status()  # 429 and 5xx: transient, retried
-            return await response.json()
+            body = await response.json()
+        self.count_usage(*reported_usage(body))
+        return body
 
     @property
     def url(self) -> str:
@@ -148,6 +157,18 @@ class OpenAIJudge(ModelJudge):
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
+
+
+def reported_usage(body) -> tuple[int | None, int | None]:
+    """``(prompt tokens, of them cached)`` from a completion's ``usage`` (``prompt_tokens``,
+    ``prompt_tokens_details.cached_tokens``: vLLM reports the latter with ``--enable-prompt-tokens-details``, and
+    reports 0 cached tokens without it); None where the reply does not say."""
+    usage = body.get("usage") if isinstance(body, dict) else None
+    if not isinstance(usage, dict):
+        return None, None
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return usage.get("prompt_tokens"), cached
 
 
 def _top_entries(body: dict) -> list:

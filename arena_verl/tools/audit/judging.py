@@ -44,6 +44,7 @@ from arena_verl.tools.common.judge_runs import ray_for_judge, run_workers
 __all__ = ["STATS_TOKEN_FIELDS", "CallMeasure", "Metering", "judge_pairs", "judge_pairs_with"]
 
 STATS_TOKEN_FIELDS = ("tokens_in", "tokens_out")  # JudgeStats counters a backend may keep (prompt, generated)
+ENGINE_TOKEN_FIELDS = ("prompt_tokens", "cached_tokens")  # JudgeStats counters of a judge that reports_usage
 _CURRENT: ContextVar[_Meter | None] = ContextVar("arena_verl_audit_call", default=None)
 
 
@@ -63,6 +64,8 @@ class CallMeasure:
     low_mass: int = 0
     tokens_in: int | None = None
     tokens_out: int | None = None
+    prompt_tokens: int | None = None  # the judge's engine's own counts (stats.prompt_tokens, stats.cached_tokens)
+    cached_tokens: int | None = None
 
 
 class Metering:
@@ -117,7 +120,10 @@ class Metering:
             tokens = (meter.tokens_in, meter.tokens_out)
         else:
             tokens = tuple(meter.counters.get(name, 0) for name in STATS_TOKEN_FIELDS)
-        return CallMeasure(valid_outcome(outcome), seconds, meter.counters.get("low_mass", 0), *tokens)
+        engine = (None, None)
+        if getattr(self.judge, "reports_usage", False):  # the engine's counts of what it read and had cached
+            engine = tuple(meter.counters.get(name, 0) for name in ENGINE_TOKEN_FIELDS)
+        return CallMeasure(valid_outcome(outcome), seconds, meter.counters.get("low_mass", 0), *tokens, *engine)
 
 
 _ATTRIBUTED: dict[type, type] = {}

@@ -20,6 +20,8 @@ PAIRS_FILE = "pairs.jsonl"
 # was verified (which groups are diverse depends on it). --max-pairs is not one: a larger one extends the file.
 RUN_KEYS = ("judge", "verdict", "think_first", "seed", "verification")
 _PER_CALL = ("outcomes", "low_mass", "tokens_in", "tokens_out", "seconds")  # [first order, second order]
+# Per call too, as the judge's engine reported them; optional: files written before they existed stay readable.
+ENGINE_TOKENS = ("prompt_tokens", "cached_tokens")
 LINE_KEYS = ("pair", "kind", "step", "group", "first", "second", "triple", "digests", "dump_file", *_PER_CALL)
 
 
@@ -54,6 +56,8 @@ def audited(line: dict[str, Any]) -> AuditedPair:
         tokens_in=tuple(line["tokens_in"]),
         tokens_out=tuple(line["tokens_out"]),
         seconds=tuple(line["seconds"]),
+        prompt_tokens=tuple(line.get("prompt_tokens", (None, None))),
+        cached_tokens=tuple(line.get("cached_tokens", (None, None))),
     )
 
 
@@ -94,6 +98,9 @@ def _wrong_type(record: dict[str, Any]) -> str | None:
         return "tokens_in or tokens_out is not two counts (or null)"
     if not two("seconds", lambda s: s is None or seconds(s)):
         return "seconds is not two durations (or null)"
+    for key in ENGINE_TOKENS:
+        if key in record and not two(key, lambda n: n is None or count(n)):
+            return f"{key} is not two counts (or null)"
     return None
 
 

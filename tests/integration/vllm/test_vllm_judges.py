@@ -41,12 +41,16 @@ def test_vllm_engine_in_a_ray_actor_and_a_dead_one_replaced(toy_model, ray_cpu):
         outcomes = await asyncio.gather(
             *(judge.compare("What is 2+2?", Trace(f"try {i}"), Trace("4")) for i in range(3))
         )
-        text, truncated = await judge._engines[0].generate.remote([{"role": "user", "content": "hello"}], 0.0)
-        return outcomes, text, truncated
+        text, truncated, usage = await judge._engines[0].generate.remote([{"role": "user", "content": "hello"}], 0.0)
+        return outcomes, text, truncated, usage
 
-    outcomes, text, truncated = asyncio.run(generations())
+    outcomes, text, truncated, (prompt, cached) = asyncio.run(generations())
     assert isinstance(text, str) and len(text) > 0  # the engine generated
     assert isinstance(truncated, bool)  # vLLM's finish_reason says whether max_tokens cut it
+    assert prompt > 0 and 0 <= cached <= prompt  # the engine's own counts of the request
+    # Every generation's prompt as the engine counted it; each call's re-ask repeats its prompt.
+    assert judge.reports_usage and judge.stats.prompt_tokens > 0 and judge.stats.cached_tokens >= 0
+    assert judge.stats.trace_tokens > 0  # the judged traces, counted with the judge's tokenizer
     assert outcomes == [None, None, None]
     assert (judge.stats.calls, judge.stats.failures, judge.stats.parse_failures, judge.stats.errors) == (3, 3, 6, 0)
     assert 0 <= judge.stats.truncated <= judge.stats.parse_failures

@@ -197,3 +197,35 @@ def test_low_mass_calls_reach_the_step_counters():
     first, second, total = asyncio.run(scenario())
     assert first["arena/judge_calls_low_mass"] == 3 and second["arena/judge_calls_low_mass"] == 3  # 6 calls each
     assert total["arena/judge_calls_low_mass"] == judge.stats.low_mass == 6
+
+
+def test_the_judges_token_counts_reach_the_step_counters():
+    class EngineJudge(GoneJudge):
+        """Each call: a 50-token prompt with 20 cached; the group's traces (3 tokens each) counted on first sight."""
+
+        async def compare(self, first_problem, first, second, *args, group=None, **kwargs):
+            self.stats.calls += 1
+            self.stats.prompt_tokens += 50
+            self.stats.cached_tokens += 20
+            self.seen = getattr(self, "seen", set())
+            for trace in (first, second):
+                if (group, trace.text) not in self.seen:
+                    self.seen.add((group, trace.text))
+                    self.stats.trace_tokens += 3
+            return 0.7
+
+    settings = ArenaSettings(group_size=4, strategy="round_robin", group_deadline_s=5.0)
+    judge = EngineJudge(raises=False)
+
+    async def scenario():
+        referee = Referee(referee_options(settings), judge)
+        for number in (1, 2):
+            await asyncio.gather(*(referee.submit(s) for s in group_of(f"g{number}", number)))
+        return referee.metrics(1), referee.metrics(2), referee.metrics()
+
+    first, second, total = asyncio.run(scenario())
+    for step in (first, second):  # round robin at N=4: 6 calls a group
+        assert step["arena/judge_prompt_tokens"] == 300 and step["arena/judge_cached_tokens"] == 120
+        assert step["arena/judge_trace_tokens"] == 12 and step["arena/judge_computed_tokens"] == 180
+        assert step["arena/judge_computed_per_trace_token"] == 15.0
+    assert total["arena/judge_prompt_tokens"] == judge.stats.prompt_tokens == 600

@@ -68,8 +68,8 @@ def test_the_vllm_engine_gets_token_ids_with_one_bos(bos_tokenizer):
 
     engine = RecordingEngine()
     actor = VLLMEngineActor(JudgeSettings(), engine=engine, tokenizer=bos_tokenizer, sampling_params=dict)
-    text, truncated = asyncio.run(actor.generate(MESSAGES, 0.0))
-    assert (text, truncated) == ("[[A]]", False)
+    text, truncated, usage = asyncio.run(actor.generate(MESSAGES, 0.0))
+    assert (text, truncated, usage) == ("[[A]]", False, (None, None))  # the fake output reports no tokens
     (prompt,) = engine.prompts
     assert prompt == {"prompt_token_ids": prompt_token_ids(bos_tokenizer, MESSAGES)}
     assert prompt["prompt_token_ids"].count(bos_tokenizer.bos_token_id) == 1

@@ -47,7 +47,7 @@ class FakeEngine:
             raise reply
         if reply == "hang":
             await asyncio.sleep(60)
-        return reply, False
+        return reply, False, (100, 40)  # (text, truncated, (prompt tokens, cached))
 
     async def _abort(self, request_id):
         self.aborted.append(request_id)
@@ -77,6 +77,8 @@ def test_a_dead_engine_is_replaced_and_the_call_retried_on_the_replacement():
     assert compare(judge) == 0.0
     assert judge.replaced_engines == 1 and judge._engines == [spare] and judge.stats.errors == 1
     assert len(spare.ready.calls) == 1  # the replacement's start is waited for too
+    # The engine's counts of the generation that answered (the dead engine's attempt reported none).
+    assert (judge.stats.prompt_tokens, judge.stats.cached_tokens, judge.reports_usage) == (100, 40, True)
 
 
 def test_an_unavailable_engine_is_kept_and_the_call_retried():
@@ -192,13 +194,13 @@ def test_an_abort_before_the_start_keeps_the_request_from_starting():
         assert await engine_actor.abort("req-2") is False
         return await engine_actor.generate([{"role": "user", "content": "hi"}], 0.0, "req-2")
 
-    assert asyncio.run(scenario()) == ("", False)
+    assert asyncio.run(scenario()) == ("", False, (None, None))  # no text, no engine counts
     assert engine_actor.engine.started == [] and "req-2" not in engine_actor._aborted
 
 
 def test_the_actor_generates_with_the_given_id():
     engine_actor = actor(0)
-    text, truncated = asyncio.run(engine_actor.generate([{"role": "user", "content": "hi"}], 0.0, "req-3"))
+    text, truncated, _ = asyncio.run(engine_actor.generate([{"role": "user", "content": "hi"}], 0.0, "req-3"))
     assert (text, truncated, engine_actor.engine.started) == ("[[A]]", False, ["req-3"])
 
 

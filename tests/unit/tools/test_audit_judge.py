@@ -344,3 +344,41 @@ def test_summary_keys_report_files_and_the_console_line(dump, tmp_path, monkeypa
         "audit of simulated (SIMULATED judge), verdict generate: 10 labelled"
     )
     assert "accuracy 100.0%" in lines[0] and str(out / "index.html") in lines[0]
+
+
+def test_the_engines_prompt_and_cached_tokens_are_credited_per_call(dump, tmp_path, monkeypatch):
+    class Engine(Script):
+        """Reports, per call, a prompt of the two texts' lengths and a cache hit of the first-shown one's."""
+
+        reports_usage = True
+
+        async def compare(self, problem, first, second, reference=None, *, task="math", group=None):
+            self.stats.prompt_tokens += len(first.text) + len(second.text)
+            await asyncio.sleep(0)  # the other calls' counts land while this one is in flight
+            self.stats.cached_tokens += len(first.text)
+            return 1.0
+
+    summary, lines = run_audit(dump, tmp_path, monkeypatch, Engine(None), "--concurrency", "8")
+    for line in lines:
+        assert line["prompt_tokens"][0] == line["prompt_tokens"][1] > 0
+        assert 0 < line["cached_tokens"][0] < line["prompt_tokens"][0], line
+    prompts = [n for line in lines for n in line["prompt_tokens"]]
+    cached = [n for line in lines for n in line["cached_tokens"]]
+    assert summary["prompt_tokens_per_call"] == float(Fraction(sum(prompts), len(prompts)))
+    assert summary["cached_tokens_per_call"] == float(Fraction(sum(cached), len(cached)))
+
+
+def test_a_judge_that_reports_no_usage_has_null_engine_tokens_and_old_pairs_files_still_resume(
+    dump, tmp_path, monkeypatch
+):
+    summary, lines = run_audit(dump, tmp_path, monkeypatch, Script(oracle))
+    assert summary["prompt_tokens_per_call"] is None and summary["cached_tokens_per_call"] is None
+    assert all(line["prompt_tokens"] == [None, None] for line in lines)
+    # A pairs file written before the engine counts existed: its lines lack the keys; a rerun reads it, judges
+    # nothing again, and the figures stay null.
+    pairs = tmp_path / "report" / "pairs.jsonl"
+    old = [{k: v for k, v in line.items() if k not in ("prompt_tokens", "cached_tokens")} for line in lines]
+    pairs.write_text("".join(json.dumps(line) + "\n" for line in old))
+    judge = Script(oracle)
+    summary, _ = run_audit(dump, tmp_path, monkeypatch, judge)
+    assert judge.calls == [] and summary["prompt_tokens_per_call"] is None and summary["calls"] == len(lines) * 2
