@@ -158,6 +158,9 @@ def test_transformers_judge_generates_inside_the_referee_actor(toy_model):
     assert metrics["arena/judge_failures"] == 6 and metrics["arena/simulated_judge"] == 0.0
     # 12 real generations; most are cut at max_new_tokens=8 (random weights seldom say eos) and count as no verdict
     truncated = stats.pop("truncated")
+    assert stats.pop("trace_tokens") > 0  # the group's traces, counted with the judge's tokenizer
+    # The transformers judge runs its model itself: no engine reports prompt or cached tokens.
+    assert stats.pop("prompt_tokens") == stats.pop("cached_tokens") == 0
     assert stats == {"calls": 6, "failures": 6, "parse_failures": 12, "errors": 0, "low_mass": 0}
     assert 0 < truncated <= 12
 
