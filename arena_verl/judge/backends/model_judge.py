@@ -45,6 +45,14 @@ def _never(text: str) -> None:
     return None
 
 
+def _keep_recent(cache: dict, key, value) -> None:
+    """``cache[key] = value`` as the most recently used entry (the caller popped ``key`` first), the oldest dropped
+    past :data:`_DELIMITER_CACHE` groups."""
+    cache[key] = value
+    while len(cache) > _DELIMITER_CACHE:
+        cache.pop(next(iter(cache)))
+
+
 def _is_count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -103,9 +111,7 @@ class ModelJudge:
         if group is None:
             return None
         tag = self._delimiters.pop(group, None) or new_delimiter()
-        self._delimiters[group] = tag  # most recently used last
-        while len(self._delimiters) > _DELIMITER_CACHE:
-            self._delimiters.pop(next(iter(self._delimiters)))
+        _keep_recent(self._delimiters, group, tag)
         return tag
 
     def count_usage(self, prompt_tokens, cached_tokens) -> None:
@@ -131,9 +137,7 @@ class ModelJudge:
                 seen.add(key)
                 self.stats.trace_tokens += min(self.count_tokens(str(text)), self.settings.max_trace_tokens)
         if group is not None:
-            self._shown[group] = seen  # most recently used last
-            while len(self._shown) > _DELIMITER_CACHE:
-                self._shown.pop(next(iter(self._shown)))
+            _keep_recent(self._shown, group, seen)
 
     async def compare(
         self,

@@ -178,15 +178,10 @@ def test_a_group_without_a_verdict_at_its_deadline_makes_no_new_calls():
     assert elapsed < 0.5  # one wave of 0.2 s calls, not the budget's waves
 
 
-def test_low_mass_calls_reach_the_step_counters():
-    class LowMassJudge(GoneJudge):
-        async def compare(self, *args, **kwargs):
-            self.stats.calls += 1
-            self.stats.low_mass += self.stats.calls % 2  # every other call spread little mass on the labels
-            return 0.7
-
+def two_steps_of_one_group(judge):
+    """One non-diverse group of 4 at step 1 and one at step 2, round robin (6 calls each): the metrics of step 1,
+    of step 2, and of all steps."""
     settings = ArenaSettings(group_size=4, strategy="round_robin", group_deadline_s=5.0)
-    judge = LowMassJudge(raises=False)
 
     async def scenario():
         referee = Referee(referee_options(settings), judge)
@@ -194,7 +189,18 @@ def test_low_mass_calls_reach_the_step_counters():
             await asyncio.gather(*(referee.submit(s) for s in group_of(f"g{number}", number)))
         return referee.metrics(1), referee.metrics(2), referee.metrics()
 
-    first, second, total = asyncio.run(scenario())
+    return asyncio.run(scenario())
+
+
+def test_low_mass_calls_reach_the_step_counters():
+    class LowMassJudge(GoneJudge):
+        async def compare(self, *args, **kwargs):
+            self.stats.calls += 1
+            self.stats.low_mass += self.stats.calls % 2  # every other call spread little mass on the labels
+            return 0.7
+
+    judge = LowMassJudge(raises=False)
+    first, second, total = two_steps_of_one_group(judge)
     assert first["arena/judge_calls_low_mass"] == 3 and second["arena/judge_calls_low_mass"] == 3  # 6 calls each
     assert total["arena/judge_calls_low_mass"] == judge.stats.low_mass == 6
 
@@ -214,16 +220,8 @@ def test_the_judges_token_counts_reach_the_step_counters():
                     self.stats.trace_tokens += 3
             return 0.7
 
-    settings = ArenaSettings(group_size=4, strategy="round_robin", group_deadline_s=5.0)
     judge = EngineJudge(raises=False)
-
-    async def scenario():
-        referee = Referee(referee_options(settings), judge)
-        for number in (1, 2):
-            await asyncio.gather(*(referee.submit(s) for s in group_of(f"g{number}", number)))
-        return referee.metrics(1), referee.metrics(2), referee.metrics()
-
-    first, second, total = asyncio.run(scenario())
+    first, second, total = two_steps_of_one_group(judge)
     for step in (first, second):  # round robin at N=4: 6 calls a group
         assert step["arena/judge_prompt_tokens"] == 300 and step["arena/judge_cached_tokens"] == 120
         assert step["arena/judge_trace_tokens"] == 12 and step["arena/judge_computed_tokens"] == 180
