@@ -30,6 +30,7 @@ from arena_verl.core.names import (
 from arena_verl.core.options import RefereeOptions, TournamentOptions
 from arena_verl.core.referee.admission import pool_share
 from arena_verl.core.sources import MATH_SOURCES, MULTIPLE_CHOICE_SOURCES
+from arena_verl.core.urls import check_url, split_urls
 
 __all__ = [
     "MODES",
@@ -83,10 +84,12 @@ class JudgeSettings:
     model_path: str | None = None
     device: str = "cpu"  # transformers
     dtype: str = "auto"
-    # openai: any OpenAI-compatible chat endpoint (vllm serve, SGLang, a hosted API, verl's reward-model router).
+    # openai: any OpenAI-compatible chat endpoint (vllm serve, SGLang, a hosted API, verl's reward-model router);
+    # several replicas comma-separated (or a YAML list): every call of a group goes to one of them (group-sticky).
     base_url: str | None = None
-    # openai: a file whose first line is the endpoint (the Slurm launcher's URL file). Read at start and again after
-    # a failed request, so that a judge server restarted elsewhere is found without restarting training.
+    # openai: a file with the endpoint, one address a line (the Slurm launcher's URL file; several: replicas). Read
+    # at start and again after a failed request, so that a judge server restarted elsewhere is found without restarting
+    # training; a new list replaces the whole old one.
     base_url_file: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     # openai: the tokenizer that counts max_trace_tokens (a local folder or a hub id; one that cannot be loaded is an
@@ -194,6 +197,11 @@ def settings_from_config(config: Any) -> ArenaSettings:
     judge_raw = raw.get("judge", {}) or {}
     if not isinstance(judge_raw, Mapping):
         raise ValueError(f"{_PREFIX}.judge must be a mapping, got {judge_raw!r}")
+    base_url = judge_raw.get("base_url")
+    if isinstance(base_url, (list, tuple)):  # several replicas as a YAML list: the comma-separated form
+        if not all(isinstance(url, str) for url in base_url):
+            raise ValueError(f"{_PREFIX}.judge.base_url must be an address or a list of addresses, got {base_url!r}")
+        judge_raw = {**judge_raw, "base_url": ",".join(base_url)}
     judge = _build(JudgeSettings, judge_raw, f"{_PREFIX}.judge")
     settings = _build(ArenaSettings, {k: v for k, v in raw.items() if k != "judge"}, _PREFIX, judge=judge)
     if settings.group_size == 0:
@@ -400,6 +408,12 @@ def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
         raise ValueError(f"{_PREFIX}.judge.base_url_file must be a file path or null; got ''")
     if judge.backend == "openai" and not judge.base_url and not judge.base_url_file:
         raise ValueError(f"{_PREFIX}.judge.base_url is required for the openai backend ('verl': verl's own router)")
+    if judge.backend == "openai" and judge.base_url and judge.base_url != "verl":
+        urls = split_urls(judge.base_url)
+        for url in urls:
+            check_url(url, f"{_PREFIX}.judge.base_url")
+        if len({url.rstrip("/") for url in urls}) != len(urls):
+            raise ValueError(f"{_PREFIX}.judge.base_url lists an address twice: {judge.base_url!r}")
     if judge.tokenizer is not None and not judge.tokenizer.strip():
         raise ValueError(f"{_PREFIX}.judge.tokenizer must be a tokenizer folder or hub id, or null; got ''")
     if judge.backend == "openai" and judge.base_url != "verl" and not judge.model_path:

@@ -30,6 +30,8 @@ class JudgeStats:
     prompt_tokens: int = 0  # prompt tokens of every generation and probability read, re-asks and retries included
     cached_tokens: int = 0  # ... of them served from the engine's prefix cache (computed = prompt - cached)
     trace_tokens: int = 0  # each trace's tokens as shown, once per group (the bound's L; needs the judge's tokenizer)
+    # Several replicas or engines: requests sent past their group's own one because it was out of the ring (failed).
+    rerouted: int = 0
 
 
 class Reply(str):

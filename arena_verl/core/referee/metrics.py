@@ -52,6 +52,7 @@ COUNTERS = (
     "judge_prompt_tokens",  # prompt tokens of every generation and read, re-asks and retries included
     "judge_cached_tokens",  # ... of them served from the engine's prefix cache
     "judge_trace_tokens",  # the judged traces' tokens as shown, once per group (the cost bound's N x L)
+    "judge_calls_rerouted",  # requests sent past their group's replica or engine, which was out of the ring
     "shed_speculation",  # idle-time speculative work held back: the judge pool had a full pool's worth queued
     "shed_budget",  # a complete group's remaining budget given up: the judge pool was far behind
     *(f"fallback_{name}" for code, name in FALLBACK_REASONS.items() if code),
@@ -78,6 +79,7 @@ JUDGE_STAT_COUNTERS = {
     "judge_prompt_tokens": "prompt_tokens",
     "judge_cached_tokens": "cached_tokens",
     "judge_trace_tokens": "trace_tokens",
+    "judge_calls_rerouted": "rerouted",
 }
 
 

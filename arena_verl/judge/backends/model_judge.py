@@ -7,6 +7,7 @@ the tokens that may follow the assistant turn ``continuation`` (see :mod:`arena_
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Callable, Iterable
 
@@ -28,7 +29,7 @@ from arena_verl.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ModelJudge", "PermanentJudgeError"]
+__all__ = ["ModelJudge", "PermanentJudgeError", "routing_group"]
 
 _DELIMITER_CACHE = 10_000
 
@@ -39,6 +40,16 @@ class PermanentJudgeError(RuntimeError):
 
 class _NoReading(Exception):
     """A probability read that failed after its retries (the call has no verdict)."""
+
+
+# The group of the call in progress, for a backend that routes a group's calls to one engine or replica (its prefix
+# cache holds the group's prompts): set by compare/score around their requests, read where a request is sent.
+_ROUTING_GROUP: contextvars.ContextVar[str | None] = contextvars.ContextVar("arena_judge_group", default=None)
+
+
+def routing_group() -> str | None:
+    """The group of the judge call this request belongs to (None: a call of no group)."""
+    return _ROUTING_GROUP.get()
 
 
 def _never(text: str) -> None:
@@ -149,6 +160,13 @@ class ModelJudge:
         task: str = "math",
         group: str | None = None,
     ) -> float | None:
+        token = _ROUTING_GROUP.set(group)
+        try:
+            return await self._compare(problem, first, second, reference, task, group)
+        finally:
+            _ROUTING_GROUP.reset(token)
+
+    async def _compare(self, problem, first, second, reference, task, group) -> float | None:
         self._note_traces(group, first.text, second.text)
         template = self.settings.pairwise_template or task
         messages = build_pairwise_messages(
@@ -170,6 +188,13 @@ class ModelJudge:
     async def score(
         self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math", group: str | None = None
     ) -> float | None:
+        token = _ROUTING_GROUP.set(group)
+        try:
+            return await self._score(problem, trace, reference, group)
+        finally:
+            _ROUTING_GROUP.reset(token)
+
+    async def _score(self, problem, trace, reference, group) -> float | None:
         self._note_traces(group, trace.text)
         messages = build_pointwise_messages(
             problem,

@@ -14,14 +14,16 @@ labels are missing from it, where their mass could matter, counts as low-mass (`
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import os
+import time
 from pathlib import Path
 
 from arena_verl.core.judge_protocol import Reply
 from arena_verl.judge.backends.endpoint import Endpoint
-from arena_verl.judge.backends.model_judge import ModelJudge, PermanentJudgeError
+from arena_verl.judge.backends.model_judge import ModelJudge, PermanentJudgeError, routing_group
 from arena_verl.judge.prompting.hygiene import special_token_strings
 from arena_verl.judge.prompting.templates import check_judge_templates
 from arena_verl.judge.verdicts.label_probs import LabelTargets, LabelVocabulary, PartialProbabilities
@@ -136,13 +138,31 @@ class OpenAIJudge(ModelJudge):
             )
 
     async def _post(self, payload: dict) -> dict:
+        """One request to the replica of the call's group (:mod:`.endpoint`). A replica that refuses the connection,
+        resets it, answers 5xx or runs into the call's timeout leaves the ring for a while (the retry goes to the
+        group's next choice); a 429 (busy) keeps it, and the call is retried there after its backoff."""
+        import aiohttp
+
         session = await self._client()
-        url = self.endpoint.url
-        async with session.post(url, json=payload) as response:
-            if response.status in (400, 401, 403, 404, 422):
-                raise PermanentJudgeError(f"HTTP {response.status} from {url}: {(await response.text())[:300]}")
-            response.raise_for_status()  # 429 and 5xx: transient, retried
-            body = await response.json()
+        url = self.endpoint.pick(routing_group())
+        started = time.monotonic()
+        try:
+            async with session.post(url, json=payload) as response:
+                if response.status in (400, 401, 403, 404, 422):
+                    raise PermanentJudgeError(f"HTTP {response.status} from {url}: {(await response.text())[:300]}")
+                if response.status >= 500:
+                    self.endpoint.failed(url)
+                response.raise_for_status()  # 429 and 5xx: transient, retried
+                body = await response.json()
+        except asyncio.CancelledError:
+            if time.monotonic() - started >= 0.9 * self.settings.timeout_s:  # its own timeout, not a caller leaving
+                self.endpoint.failed(url)
+            raise
+        except (aiohttp.ClientConnectionError, asyncio.TimeoutError, OSError):
+            self.endpoint.failed(url)
+            raise
+        self.endpoint.answered(url)
+        self.stats.rerouted = self.endpoint.rerouted
         self.count_usage(*reported_usage(body))
         return body
 

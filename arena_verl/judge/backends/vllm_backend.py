@@ -1,8 +1,9 @@
 """A judge on vLLM engines hosted in Ray actors (dedicated judge GPUs of the training cluster).
 
 Each ``VLLMEngineActor`` holds one ``AsyncLLM`` engine (tensor parallel size, memory share, prefix caching and
-context length from ``reward.arena.judge.*``). ``VLLMJudge`` keeps a pool of ``num_engines`` of them and sends each
-generation to the engine with the fewest calls in flight. The engines' start is bounded
+context length from ``reward.arena.judge.*``). ``VLLMJudge`` keeps a pool of ``num_engines`` of them and sends every
+generation of a group to one engine (rendezvous hashing, so that its prefix cache serves the group's prompts; a call
+of no group to the engine with the fewest calls in flight). The engines' start is bounded
 (``reward.arena.judge.start_timeout_s``): an engine that fails to start or is not ready in time is an error that every
 call raises (:class:`JudgeStartError`), never a silent retry. An engine whose actor died
 (``ray.exceptions.ActorDiedError``) is replaced and the call retried by the usual backoff; an actor that is only
@@ -31,7 +32,8 @@ import uuid
 import ray
 
 from arena_verl.core.judge_protocol import Reply
-from arena_verl.judge.backends.model_judge import ModelJudge
+from arena_verl.core.rendezvous import rendezvous_order
+from arena_verl.judge.backends.model_judge import ModelJudge, routing_group
 from arena_verl.judge.backends.transformers_backend import prompt_token_ids
 from arena_verl.judge.prompting.hygiene import special_token_strings
 from arena_verl.judge.prompting.templates import check_judge_templates
@@ -297,11 +299,20 @@ class VLLMJudge(ModelJudge):
         return engine is self._engines[index] and start.done() and not start.cancelled() and not start.exception()
 
     def _pick(self) -> int:
-        """The engine with the fewest calls in flight, among the started ones when any is (a replacement may still
-        be loading)."""
+        """The engine of the call's group (rendezvous hashing over the engines' indices: every call of a group goes
+        to one engine, whose prefix cache holds its prompts), among the started ones when any is (a replacement may
+        still be loading: its groups go to their next choice meanwhile, counted in ``stats.rerouted``). A call of no
+        group: the engine with the fewest calls in flight."""
         indices = range(len(self._engines))
-        started = [i for i in indices if self._started(i)]
-        return min(started or indices, key=self._inflight.__getitem__)
+        started = [i for i in indices if self._started(i)] or list(indices)
+        group = routing_group()
+        if group is None or len(self._engines) == 1:
+            return min(started, key=self._inflight.__getitem__)
+        names = [str(i) for i in indices]
+        ranked = [started[i] for i in rendezvous_order(group, [names[j] for j in started])]
+        if ranked[0] != rendezvous_order(group, names)[0]:
+            self.stats.rerouted += 1
+        return ranked[0]
 
     async def _call(self, method: str, *args):
         """``engine.<method>(*args, request_id)`` on the least busy engine; a cancelled (timed-out) call aborts its

@@ -33,13 +33,24 @@ def test_a_missing_url_file_is_refused_at_start(tmp_path):
 
 def test_the_file_is_read_again_on_refresh_and_a_broken_file_keeps_the_address(tmp_path):
     path = tmp_path / "judge_url"
-    path.write_text("http://a:1/v1\nignored second line\n")
+    path.write_text("# the judge job's address\nhttp://a:1/v1\n\n")
     endpoint = Endpoint(None, str(path), min_interval_s=0.0)
     assert endpoint.url == "http://a:1/v1/chat/completions" and not endpoint.refresh()
     path.write_text("")  # the judge job is rewriting it
     assert not endpoint.refresh() and endpoint.url == "http://a:1/v1/chat/completions"
     path.write_text("  http://b:2/v1  \n")
     assert endpoint.refresh() and endpoint.url == "http://b:2/v1/chat/completions" and endpoint.changes == 1
+    path.write_text("http://b:2/v1\nhttp://c:3/v1\n")  # a second replica: the new list replaces the old one
+    assert endpoint.refresh() and endpoint.urls == ["http://b:2/v1/chat/completions", "http://c:3/v1/chat/completions"]
+    path.write_text("http://b:2/v1\nnot an address\n")  # one bad line: the list in use stays
+    assert not endpoint.refresh() and len(endpoint.urls) == 2
+
+
+def test_a_url_file_listing_an_address_twice_is_refused(tmp_path):
+    path = tmp_path / "judge_url"
+    path.write_text("http://a:1/v1\nhttp://a:1/v1\n")
+    with pytest.raises(ValueError, match="twice"):
+        read_url_file(path)
 
 
 def test_reads_are_rate_limited(tmp_path):

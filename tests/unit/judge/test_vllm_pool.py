@@ -239,3 +239,49 @@ def test_calls_go_on_when_a_replacement_fails_to_start():
         return [await judge.compare("p", Trace("a"), Trace("b")) for _ in range(3)]
 
     assert asyncio.run(scenario()) == [1.0, 1.0, 1.0]
+
+
+# -- group-sticky routing over the engines ------------------------------------------------------------------------
+
+
+def test_every_call_of_a_group_goes_to_one_engine_and_a_loading_replacement_moves_only_its_groups():
+    engines = [FakeEngine(["[[A]]"] * 200) for _ in range(3)]
+    judge = PoolJudge(engines)
+
+    async def groups_served():
+        for index in range(3):
+            await judge._start_of(index)
+        served = {}
+        for g in range(40):
+            for _ in range(3):
+                before = [len(e.generate.calls) for e in engines]
+                await judge.compare("p", Trace("a"), Trace("b"), group=f"g{g}")
+                after = [len(e.generate.calls) for e in engines]
+                served.setdefault(f"g{g}", set()).add(next(i for i in range(3) if after[i] > before[i]))
+        return served
+
+    served = asyncio.run(groups_served())
+    assert all(len(engines_of) == 1 for engines_of in served.values())  # sticky
+    assert {next(iter(e)) for e in served.values()} == {0, 1, 2}  # and spread over every engine
+    assert judge.stats.rerouted == 0
+
+    async def slow():
+        await asyncio.sleep(60)
+
+    judge._engines[1] = FakeEngine(["[[A]]"] * 200, ready=slow)  # engine 1 replaced, its replacement still loading
+
+    async def again():
+        judge._start_of(1)
+        moved = {}
+        for g in served:
+            before = [len(e.generate.calls) for e in engines]
+            await judge.compare("p", Trace("a"), Trace("b"), group=g)
+            after = [len(e.generate.calls) for e in engines]
+            moved[g] = next(i for i in range(3) if after[i] > before[i])
+        return moved
+
+    moved = asyncio.run(again())
+    for g, engines_of in served.items():
+        first = next(iter(engines_of))
+        assert moved[g] == first if first != 1 else moved[g] in (0, 2)
+    assert judge.stats.rerouted == sum(1 for e in served.values() if 1 in e) > 0

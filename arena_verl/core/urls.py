@@ -1,0 +1,33 @@
+"""The served judge's addresses as settings give them: one http(s) address, or several (replicas) comma-separated or
+in a list. Pure string rules, shared by the settings check and the judge's endpoint."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+__all__ = ["check_url", "split_urls"]
+
+
+def check_url(url: str, where: str) -> str:
+    """``url`` without whitespace, when it is an http(s) address with a host and no user info; else a ValueError
+    naming ``where`` (the setting or file it came from)."""
+    url = "".join(str(url).split())
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        shown = url[:200] or "an empty address"
+        raise ValueError(f"{where} holds {shown!r}, not an http(s) address (http://host:port/v1)")
+    if "@" in parts.netloc:  # http://judge-node:8000@elsewhere/v1 reads like the judge and goes elsewhere
+        raise ValueError(f"{where}: an address with user info ({url[:200]!r}) is refused")
+    return url
+
+
+def split_urls(value) -> list[str]:
+    """The addresses of ``reward.arena.judge.base_url``: a string (comma-separated for several), a list of them, or
+    None (none)."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else list(value)
+    urls = []
+    for item in items:
+        urls.extend(part.strip() for part in str(item).split(",") if part.strip())
+    return urls
