@@ -13,8 +13,9 @@
 #   VAL_FILES                [$DATA_DIR/aime2024.parquet,$DATA_DIR/aime2025.parquet / same / generated]; comma-separated
 #   NNODES, GPUS_PER_NODE    trainer.nnodes / trainer.n_gpus_per_node [the setting's: 1x6 / 4x8 / 1x1]
 #   JUDGE_PLACEMENT          serve | ray | verl | local [serve / ray / local]; ignored by rlvr and rlvr_dapo (no judge)
-#     serve: an OpenAI-compatible endpoint (`vllm serve`): JUDGE_URL (http://host:port/v1) or JUDGE_URL_FILE (a file
-#            holding it, written by scripts/slurm/judge_serve.sbatch; waited for up to JUDGE_WAIT_S [3900] s),
+#     serve: an OpenAI-compatible endpoint (`vllm serve`): JUDGE_URL (http://host:port/v1; replicas comma-separated)
+#            or JUDGE_URL_FILE (a file holding it, one a line, written by scripts/slurm/judge_serve.sbatch; every
+#            replica waited for up to JUDGE_WAIT_S [3900] s, then the run starts with those that answered),
 #            JUDGE_SERVED_NAME [judge] (vllm serve --served-model-name), JUDGE_API_KEY (the judge server's key; judge_serve.sbatch hands it to vLLM as VLLM_API_KEY),
 #            JUDGE_TOKENIZER [JUDGE_MODEL when it is a local folder]: counts the judge's trace budget in tokens
 #            (loaded at the pre-flight: one that does not load stops the run before the trainer starts);
@@ -132,37 +133,71 @@ _cpu_assets() {
     "$python" -m arena_verl.data make-arithmetic "$val" --rows 4 --split test --seed 1 >/dev/null
   fi
 }
-# The judge address in a URL file (written by scripts/slurm/judge_serve.sbatch): its first line, trimmed; empty when
-# the file is not there (yet). An address that is not plain http(s) is refused: it would reach Hydra and the judge.
+# The judge addresses in a URL file (written by scripts/slurm/judge_serve.sbatch): one a line (several: judge
+# replicas), blank lines and # comments skipped, printed comma-separated; empty when the file is not there (yet). An
+# address that is not plain http(s) is refused: it would reach Hydra and the judge.
 _url_from_file() {
-  local url=""
-  if [ -r "$1" ]; then url=$(head -n 1 "$1" || true); fi
-  url=${url//[[:space:]]/}
-  [ -z "$url" ] || _check_url "JUDGE_URL_FILE ($1)" "$url"
-  printf '%s' "$url"
+  local urls="" line
+  if [ -f "$1" ] && [ -r "$1" ]; then  # a regular file only: a FIFO would block the wait
+    while IFS= read -r line || [ -n "$line" ]; do
+      line=${line//[[:space:]]/}
+      [ -z "$line" ] || [[ "$line" == \#* ]] || urls+="${urls:+,}$line"
+    done < <(head -c 65536 -- "$1")
+  fi
+  [ -z "$urls" ] || _check_urls "JUDGE_URL_FILE ($1)" "$urls"
+  printf '%s' "$urls"
 }
 _check_url() {  # name url: an http(s) address without control characters, backslashes or Hydra interpolation
   _check_plain "$1" "$2"
-  [[ "$2" =~ ^https?://[^[:space:]\'\"\$]+$ ]] || _die "$1 must be an http(s) address (http://host:port/v1), got '$2'"
+  [[ "$2" =~ ^https?://[^[:space:]\'\"\$,@]+$ ]] || _die "$1 must be an http(s) address (http://host:port/v1), got '$2'"
 }
-# Wait until the served judge answers GET <url>/models (with the key, when there is one); a URL file is re-read on
-# every try (a restarted judge job writes a new address). Prints the address that answered. A server that answers
-# but refuses the key, or is no OpenAI-compatible server, ends the wait at once.
+# _check_urls NAME LIST: one address, or several (judge replicas) comma-separated: each one checked, none empty,
+# none twice (the judge's settings refuse the same).
+_check_urls() {
+  local item seen=,
+  local -a items
+  case "$2" in ,* | *, | *,,*) _die "$1 has an empty entry in its comma-separated list: '$2'" ;; esac
+  IFS=, read -r -a items <<< "$2"
+  for item in "${items[@]}"; do
+    _check_url "$1" "$item"
+    [[ "$seen" != *",$item,"* ]] || _die "$1 names $item twice"
+    seen+="$item,"
+  done
+}
+# Wait until the served judge answers GET <url>/models (with the key, when there is one), every listed replica up to
+# WAIT_S; a URL file is re-read on every try (a restarted judge job writes a new address). Prints the addresses that
+# answered (comma-separated): all of them, or after WAIT_S those that did, with one warning for each that did not; none
+# answering stops the run. A server that answers but refuses the key, or is no OpenAI-compatible server, ends the wait
+# at once.
 _wait_for_judge() {
-  local python=$1 url=$2 url_file=$3 wait_s=$4 served_name=$5 waited=0 rc why=""
+  local python=$1 urls=$2 url_file=$3 wait_s=$4 served_name=$5 waited=0 rc why="" url up missing
+  local -a items
   while true; do
-    if [ -z "${JUDGE_URL:-}" ] && [ -n "$url_file" ]; then url=$(_url_from_file "$url_file") || exit 2; fi
-    if [ -n "$url" ]; then
-      rc=0
-      why=$("$python" -m arena_verl.judge.probe --timeout 5 --expect-model "$served_name" \
-              --api-key-env JUDGE_API_KEY -- "$url" 2>&1 >/dev/null) || rc=$?
-      case $rc in
-        0) printf '%s' "$url"; return 0 ;;
-        1) ;;  # not up (yet)
-        *) echo "$why" >&2; exit 2 ;;  # a refused key, a wrong served name, not an OpenAI-compatible server
-      esac
+    if [ -z "${JUDGE_URL:-}" ] && [ -n "$url_file" ]; then urls=$(_url_from_file "$url_file") || exit 2; fi
+    up="" missing=""
+    if [ -n "$urls" ]; then
+      IFS=, read -r -a items <<< "$urls"
+      for url in "${items[@]}"; do
+        rc=0
+        why=$("$python" -m arena_verl.judge.probe --timeout 5 --expect-model "$served_name" \
+                --api-key-env JUDGE_API_KEY -- "$url" 2>&1 >/dev/null) || rc=$?
+        case $rc in
+          0) up+="${up:+,}$url" ;;
+          1) missing+="${missing:+,}$url" ;;  # not up (yet)
+          *) echo "$why" >&2; exit 2 ;;  # a refused key, a wrong served name, not an OpenAI-compatible server
+        esac
+      done
+      if [ -z "$missing" ]; then printf '%s' "$up"; return 0; fi
     fi
-    [ "$waited" -lt "$wait_s" ] || _die "the judge at '${url:-$url_file}' did not answer within ${wait_s}s${why:+ ($why)}"
+    if [ "$waited" -ge "$wait_s" ]; then
+      [ -n "$up" ] || _die "the judge at '${urls:-$url_file}' did not answer within ${wait_s}s${why:+ ($why)}"
+      IFS=, read -r -a items <<< "$missing"
+      for url in "${items[@]}"; do
+        _warn "the judge replica $url did not answer within ${wait_s}s: the run starts without it"
+      done
+      printf '%s' "$up"
+      return 0
+    fi
     sleep 10; waited=$((waited + 10))
   done
 }
@@ -174,9 +209,16 @@ _url_host() {
   rest=${rest##*@}
   if [[ $rest == \[* ]]; then rest=${rest#[}; printf '%s' "${rest%%]*}"; else printf '%s' "${rest%%:*}"; fi
 }
-# Whether URL's host is this machine: a loopback address, or this host's name or one of its addresses.
+# Whether the host of URL (or of any in a comma-separated list) is this machine: a loopback address, or this host's
+# name or one of its addresses.
 _on_this_host() {
-  local host word
+  local host word url
+  local -a urls
+  if [[ "$1" == *,* ]]; then
+    IFS=, read -r -a urls <<< "$1"
+    for url in "${urls[@]}"; do _on_this_host "$url" && return 0; done
+    return 1
+  fi
   host=$(_url_host "$1")
   case "$host" in localhost | 127.* | ::1 | 0.0.0.0) return 0 ;; esac
   [ -n "$host" ] || return 1
@@ -369,7 +411,7 @@ experiment_main() {
         judge_tokenizer=$judge_model
       fi
       [ -z "$judge_tokenizer" ] || judge_tokenizer=$(_local_or_hub "$judge_tokenizer")
-      [ "$judge_url" = "http://JUDGE_HOST:8000/v1" ] || _check_url JUDGE_URL "$judge_url"
+      [ "$judge_url" = "http://JUDGE_HOST:8000/v1" ] || _check_urls JUDGE_URL "$judge_url"
       # The key is read from JUDGE_API_KEY itself (the judge's api_key_env): nobody's OPENAI_API_KEY goes to a
       # cluster address, and Ray workers started by `ray start` in the job's environment see it too.
       cmd+=(reward.arena.judge.backend=openai reward.arena.judge.base_url="$(_hq "$judge_url")"

@@ -255,14 +255,20 @@ trainer_share() {
   if [ "$judge_elsewhere" = 1 ]; then TRAINER_SHARE=("NNODES=$nodes" "GPUS_PER_NODE=$gpus"); fi
 }
 
-# Whether the served judge runs on the head node (HEAD, HEAD_IP): JUDGE_PLACEMENT=serve with a JUDGE_URL that is a
-# loopback address or the head's name or address (unless JUDGE_GPUS=shared: it shares the trainer's GPUs).
+# Whether the served judge runs on the head node (HEAD, HEAD_IP): JUDGE_PLACEMENT=serve with a JUDGE_URL (or one of
+# its comma-separated replicas) that is a loopback address or the head's name or address (unless JUDGE_GPUS=shared:
+# it shares the trainer's GPUs).
 same_node_judge() {
-  local host
+  local host url
+  local -a urls
   [ "${JUDGE_PLACEMENT:-}" = serve ] && [ -n "${JUDGE_URL:-}" ] && [ "${JUDGE_GPUS:-}" != shared ] || return 1
-  host=$(_url_host "$JUDGE_URL")
-  case "$host" in localhost | 127.* | ::1 | 0.0.0.0) return 0 ;; esac
-  [ "$host" = "$1" ] || [ "$host" = "$2" ]
+  IFS=, read -r -a urls <<< "$JUDGE_URL"
+  for url in "${urls[@]}"; do
+    host=$(_url_host "$url")
+    case "$host" in localhost | 127.* | ::1 | 0.0.0.0) return 0 ;; esac
+    if [ "$host" = "$1" ] || [ "$host" = "$2" ]; then return 0; fi
+  done
+  return 1
 }
 
 # The trainer's GPUs per node the recipe will use: GPUS_PER_NODE, else its SETTING's (configs/arena_setting/).

@@ -55,6 +55,14 @@ def test_a_loopback_judge_under_node8_leaves_the_judge_its_two_gpus(tmp_path, ur
     assert "on 6,7 (JUDGE_GPUS; start vllm serve with CUDA_VISIBLE_DEVICES=6,7)" in result.stdout
 
 
+def test_a_replica_list_with_one_loopback_replica_gets_the_split_too(tmp_path):
+    result = dry_run(tmp_path, JUDGE_URL="http://judge-node:8000/v1,http://127.0.0.1:8001/v1")
+    assert result.returncode == 0, result.stderr
+    assert shlex.split(command_line(result.stdout))[0] == "CUDA_VISIBLE_DEVICES=0,1,2,3,4,5"
+    elsewhere = dry_run(tmp_path, JUDGE_URL="http://judge-node:8000/v1,http://judge-node:8001/v1")
+    assert not shlex.split(command_line(elsewhere.stdout))[0].startswith("CUDA_VISIBLE_DEVICES=")
+
+
 def test_the_split_follows_the_visible_gpus_the_share_and_judge_gpus(tmp_path):
     result = dry_run(tmp_path, JUDGE_URL="http://127.0.0.1:8000/v1", CUDA_VISIBLE_DEVICES="2,3,4,5",
                      GPUS_PER_NODE="2", JUDGE_GPUS="4")  # fmt: skip

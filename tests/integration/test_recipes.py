@@ -6,6 +6,7 @@ estimate."""
 import json
 import os
 import shlex
+import socket
 import subprocess
 import sys
 import threading
@@ -114,6 +115,38 @@ def test_judge_address_is_read_from_the_judge_jobs_file(tmp_path):
     url_file.write_text("http://10.0.0.7:8000/v1\n")
     ready = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL_FILE=str(url_file))
     assert "reward.arena.judge.base_url='http://10.0.0.7:8000/v1'" in command_of(ready.stdout)
+
+
+def test_judge_replicas_from_judge_url_or_the_url_file_reach_the_judge_as_a_list(tmp_path):
+    from arena_verl.settings import settings_from_config
+
+    listed = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL="http://a:8000/v1,http://b:8000/v1")
+    assert listed.returncode == 0, listed.stderr
+    assert "reward.arena.judge.base_url='http://a:8000/v1,http://b:8000/v1'" in command_of(listed.stdout)
+    url_file = tmp_path / "judge_url"
+    url_file.write_text("# the judge job's replicas\nhttp://10.0.0.7:8000/v1\n\n  http://10.0.0.8:8000/v1  \n")
+    ready = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL_FILE=str(url_file))
+    config = recipe.compose_experiment(*overrides_of(command_of(ready.stdout)))
+    judge = settings_from_config(config).judge
+    assert judge.base_url == "http://10.0.0.7:8000/v1,http://10.0.0.8:8000/v1"
+
+
+@pytest.mark.parametrize(
+    ("urls", "message"),
+    [("http://a:8000/v1,,http://b:8000/v1", "an empty entry"), ("http://a:8000/v1,", "an empty entry"),
+     ("http://a:8000/v1,http://a:8000/v1", "names http://a:8000/v1 twice"),
+     ("http://a:8000/v1, http://b:8000/v1", "must be an http(s) address"),
+     ("http://a:8000/v1,ftp://b/v1", "must be an http(s) address"),
+     ("http://a:8000/v1,http://user@b:8000/v1", "must be an http(s) address")],
+)  # fmt: skip
+def test_a_bad_replica_list_is_refused_before_anything_starts(tmp_path, urls, message):
+    direct = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL=urls)
+    assert direct.returncode == 2 and message in direct.stderr, direct.stderr
+    url_file = tmp_path / "judge_url"
+    url_file.write_text(urls.replace(",", "\n") + "\n")
+    if "empty entry" not in message and " " not in urls:  # a file's blank lines and blanks around a line are dropped
+        from_file = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL_FILE=str(url_file))
+        assert from_file.returncode == 2 and message in from_file.stderr, from_file.stderr
 
 
 def test_paths_with_spaces_and_several_files_survive_to_the_config(tmp_path):
@@ -454,6 +487,25 @@ def test_a_verl_served_judge_that_would_sleep_for_good_is_refused(tmp_path):
     assert recipe.main(["show", "--config-name", "arena_live", *overrides]) == 2  # verl's default: free_cache_engine
     awake = "reward.reward_model.rollout.free_cache_engine=False"
     assert recipe.main(["show", "--config-name", "arena_live", *overrides, awake]) == 0
+
+
+def test_the_recipe_starts_with_the_replicas_that_answer_and_warns_once_for_each_that_does_not(tmp_path):
+    """Two replicas listed, one up: after JUDGE_WAIT_S the run starts with the one that answered, one warning names
+    the other; none up stops the run."""
+    from helpers.loopback_judge import LoopbackJudge
+
+    with socket.socket() as closed:  # a port nothing listens on once the socket is closed
+        closed.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{closed.getsockname()[1]}/v1"
+    with LoopbackJudge(api_key="k") as judge:
+        common = dict(python=sys.executable, JUDGE_PLACEMENT="serve", JUDGE_API_KEY="k", JUDGE_WAIT_S="10")
+        result = run_recipe("arena_live", tmp_path, timeout=120, JUDGE_URL=f"{dead},{judge.url}", **common)
+    # Past the wait, the pre-flight shows the composed config (then refuses the missing data: nothing trains here).
+    assert f"reward.arena.judge.base_url={judge.url}\n" in result.stdout, result.stdout[-2000:] + result.stderr
+    assert result.stderr.count(f"the judge replica {dead} did not answer within 10s") == 1, result.stderr
+    assert result.returncode == 2 and "error: data.train_files" in result.stderr
+    none = run_recipe("arena_live", tmp_path, timeout=120, JUDGE_URL=dead, **common)
+    assert none.returncode == 2 and f"the judge at '{dead}' did not answer within 10s" in none.stderr, none.stderr
 
 
 def test_a_judge_address_written_while_the_recipe_waits_is_the_one_it_uses(tmp_path):
