@@ -16,6 +16,12 @@ tournaments see the same groups and the same per-pair uniforms (coupled), so sof
     python scripts/bench/ranking.py                 # full run (>= 400 groups per cell), tables + PNG + markdown
     python scripts/bench/ranking.py --groups 100    # quicker
     python scripts/bench/ranking.py --soft-vs-hard --concentrations 1,4,inf   # hard vs soft verdicts
+    python scripts/bench/ranking.py --order        # today's presentation order against the prefix-aware one
+
+``--order`` runs one table instead: ``live``, ``paced`` and ``info_gain`` at live's budget with each scheduler's own
+presentation order (a coin per pair; ``paced``: the first-position balance) against the prefix-aware order (the same
+balance for every scheduler, a cached first trace preferred where it leaves the order open), first-position biases of
+0.35 and 0.53 logits (a 63% first-win rate), the same groups and judge seeds for both orders (paired).
 """
 
 from __future__ import annotations
@@ -79,6 +85,7 @@ class Cell:
     tie_rate: float = 0.0
     verdict: str = "generate"  # or "probability": the judge reports P(first is better) with Beta noise
     concentration: float = DEFAULT_CONCENTRATION  # that noise's kappa (read in probability mode only)
+    prefix_aware: bool = False  # the presentation order for the prefix cache (order.present)
 
 
 def run_cell(cell: Cell) -> dict:
@@ -104,6 +111,7 @@ def run_cell(cell: Cell) -> dict:
                 cell.budget,
                 seed=g,
                 order_effect=cell.variant.order_effect,
+                prefix_aware=cell.prefix_aware,
             )
         )
         theta = result.strengths
@@ -166,6 +174,11 @@ def main() -> None:
         default="main,sweep,targets",
         help="which parts to run: main (every strategy), sweep (tau against calls, the plot), targets (four judges)",
     )
+    parser.add_argument(
+        "--order",
+        action="store_true",
+        help="only the table of today's presentation order against the prefix-aware one, at --target-sizes",
+    )
     args = parser.parse_args()
     tables = set(args.tables.split(","))
     if not tables or tables - {"main", "sweep", "targets"}:
@@ -180,6 +193,9 @@ def main() -> None:
             parser.error(f"--concentrations takes numbers > 0 (inf: noise-free), got {args.concentrations!r}")
         target_sizes = [int(x) for x in args.target_sizes.split(",")]
         soft_vs_hard(args, spreads, target_sizes, biases[1], concentrations)
+        return
+    if args.order:
+        presentation_order(args, spreads, [int(x) for x in args.target_sizes.split(",")], [ORDER_BIAS, biases[1]])
         return
     cells = [
         Cell(spread, bias, n, v, live_call_count(n) if v.at_live_budget else None, args.groups, args.seed)
@@ -235,6 +251,80 @@ def main() -> None:
     if rows and sweep_rows:
         plot(rows, sweep_rows, os.path.join(args.out, "ranking.png"))
     print(f"wrote {args.out}/ranking.md" + (" and ranking.png" if rows and sweep_rows else ""), file=sys.stderr)
+
+
+ORDER_VARIANTS = (
+    Variant("live", "live"),
+    Variant("paced", "paced", at_live_budget=True),
+    Variant("info_gain", "info_gain", at_live_budget=True),
+)
+ORDER_BIAS = 0.35  # a milder first-position preference than FIRST_WIN_RATE's, in judge logits (about 59%)
+
+
+def presentation_order(args, spreads: list[float], sizes: list[int], biases: list[float]) -> None:
+    """Run and print the presentation-order table (and write it to ``--out``/order.md)."""
+    cells = [
+        Cell(
+            spread,
+            bias,
+            n,
+            v,
+            live_call_count(n) if v.at_live_budget else None,
+            args.groups,
+            args.seed,
+            prefix_aware=aware,
+        )  # fmt: skip
+        for spread in spreads
+        for bias in biases
+        for n in sizes
+        for v in ORDER_VARIANTS
+        for aware in (False, True)
+    ]
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        rows = list(pool.map(run_cell, cells))
+    elapsed = time.perf_counter() - started
+    command = (
+        f"python scripts/bench/ranking.py --order --groups {args.groups} --seed {args.seed} --spreads {args.spreads} "
+        f"--target-sizes {args.target_sizes}"
+    )
+    report = (
+        f"Presentation order, SIMULATED judge (logistic), {args.groups} groups per cell, seed {args.seed}, "
+        f"{elapsed:.0f} s with {args.workers} worker(s) on {os.cpu_count()} CPUs.\n`{command}`\n\n" + format_order(rows)
+    )
+    print(report)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "order.md"), "w") as handle:
+        handle.write(report)
+    print(f"wrote {args.out}/order.md", file=sys.stderr)
+
+
+def format_order(rows: list[dict]) -> str:
+    """One line per (spread, bias, N, strategy): tau with today's order, with the prefix-aware order, and the paired
+    per-group difference (prefix-aware - today) with its standard error."""
+    taus = {
+        (r["cell"].spread, r["cell"].bias, r["cell"].num_items, r["cell"].variant.label, r["cell"].prefix_aware):
+        (np.asarray(r["taus"]), r["calls"])
+        for r in rows
+    }  # fmt: skip
+    lines = [
+        "| quality spread | first-position bias | N | strategy | calls | tau, today's order | tau, prefix-aware "
+        "| prefix-aware - today (paired) |",
+        "| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |",
+    ]
+    for spread, bias, n, label in sorted({key[:4] for key in taus}, key=lambda k: (k[0], k[1], k[2], _label(k[3]))):
+        today, calls = taus[spread, bias, n, label, False]
+        aware, _ = taus[spread, bias, n, label, True]
+        t, a, d = mean_se(today), mean_se(aware), mean_se(aware - today)
+        lines.append(
+            f"| {spread:g} | {bias:.2f} | {n} | {label} | {calls:.0f} | {t[0]:.3f} ± {t[1]:.3f} "
+            f"| {a[0]:.3f} ± {a[1]:.3f} | {d[0]:+.3f} ± {d[1]:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _label(name: str) -> int:
+    return [v.label for v in ORDER_VARIANTS].index(name)
 
 
 SOFT_VS_HARD_VARIANTS = (Variant("live", "live"), Variant("paced", "paced", at_live_budget=True))

@@ -10,7 +10,6 @@ fit_bradley_terry` on the same fractional likelihood.
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -37,6 +36,7 @@ def present(
     two_sided: bool = False,
     prefix_aware: bool = False,
     balance: dict[int, int] | None = None,
+    cached: set[int] | None = None,
 ) -> list[tuple[int, int]]:
     """Presentation orders for unordered pairs judged together.
 
@@ -45,36 +45,41 @@ def present(
     first less often (a coin flip when even), so that every trace meets the judge's position bias about as often
     first as second and the bias cancels within its strength instead of adding noise to it (with a handful of games
     per trace, coin flips leave some traces shown first in most of them). ``two_sided``: both orders of every pair.
-    ``prefix_aware``: one coin flip for the whole batch decides whether the batch's most frequent trace (a live
-    arrival, which plays all of its batch) is shown first in all of its pairs, and calls that show the same first
-    trace are put next to each other, so that an engine's prefix cache serves the shared head (instructions,
-    problem, first trace) once. The bias of each call is still randomised, but the calls of a batch share it: fit
-    ``order_effect`` or judge ``two_sided`` when that matters.
+
+    ``prefix_aware`` (with ``balance``; a fresh one when None): the same balance, and where it leaves the order open
+    (both traces shown first equally often) the trace whose prompt prefix the engine already holds goes first instead
+    of a coin deciding. ``cached`` (updated in place, kept across calls): the traces shown first in an earlier call of
+    the group, i.e. whose head (instructions, problem, that trace) the engine that serves every call of the group has
+    computed; a coin decides between two cached or two new ones. Calls that show the same first trace are put next to
+    each other. Every trace stays within one call of even, so the order effect stays identifiable and the judge's
+    first-position bias zero-mean noise, as under ``balance`` alone.
     """
     pairs = list(pairs)
+    if prefix_aware and balance is None:
+        balance = {}
     if two_sided:
         shown = [order for a, b in pairs for order in ((a, b), (b, a))]
-    elif not prefix_aware and balance is not None:
+    elif balance is not None:
         shown = []
         for a, b in pairs:
-            lead_a, lead_b = balance.get(a, 0), balance.get(b, 0)
-            first, second = (a, b) if lead_a < lead_b or (lead_a == lead_b and rng.random() < 0.5) else (b, a)
+            first, second = _balanced_order(a, b, balance, cached if prefix_aware else None, rng)
             balance[first] = balance.get(first, 0) + 1
             balance[second] = balance.get(second, 0) - 1
             shown.append((first, second))
-    elif not prefix_aware:
-        shown = [(a, b) if rng.random() < 0.5 else (b, a) for a, b in pairs]
     else:
-        counts = collections.Counter(item for pair in pairs for item in pair)
-        hub = max(counts, key=lambda item: (counts[item], item)) if counts else None
-        hub_first = rng.random() < 0.5
-        shown = []
-        for a, b in pairs:
-            if hub in (a, b):
-                other = b if a == hub else a
-                shown.append((hub, other) if hub_first else (other, hub))
-            else:
-                shown.append((a, b) if rng.random() < 0.5 else (b, a))
+        shown = [(a, b) if rng.random() < 0.5 else (b, a) for a, b in pairs]
     if prefix_aware:
+        if cached is not None:
+            cached.update(first for first, _ in shown)
         shown.sort(key=lambda pair: pair[0])  # stable: same first trace, consecutive calls
     return shown
+
+
+def _balanced_order(a: int, b: int, balance: dict[int, int], cached: set[int] | None, rng) -> tuple[int, int]:
+    """The less often first-shown of ``a`` and ``b`` first; when even, a cached one (``cached``), else a coin."""
+    lead_a, lead_b = balance.get(a, 0), balance.get(b, 0)
+    if lead_a != lead_b:
+        return (a, b) if lead_a < lead_b else (b, a)
+    if cached is not None and (a in cached) != (b in cached):
+        return (a, b) if a in cached else (b, a)
+    return (a, b) if rng.random() < 0.5 else (b, a)

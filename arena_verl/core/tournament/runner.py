@@ -145,8 +145,8 @@ class Tournament:
     pair); ``mirror_augment`` fits on :func:`mirror` of the verdicts (the paper's augmentation); ``on_failure``
     (``"tie"`` or ``"drop"``) is what a failed call (the judge raised, returned ``None`` or an invalid outcome: see
     :func:`valid_outcome`) becomes in the fit, counted in ``failed_calls`` either way and never a win;
-    ``max_concurrency`` caps the calls in flight; ``prefix_aware`` orders calls for the judge's prefix cache;
-    ``final_calls`` and ``pace`` are the ``paced`` strategy's (see
+    ``max_concurrency`` caps the calls in flight; ``prefix_aware`` orders calls for the judge's prefix cache
+    (within the first-position balance); ``final_calls`` and ``pace`` are the ``paced`` strategy's (see
     :class:`~arena_verl.core.tournament.schedulers.PacedScheduler`).
     Verdicts are recorded in the order the calls were made, so the result does not depend on judge latency.
 
@@ -195,8 +195,11 @@ class Tournament:
         self._limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         self._two_sided, self._mirror, self._on_failure = two_sided, mirror_augment, on_failure
         self._prefix_aware = prefix_aware
-        # Schedulers that pick pairs by the posterior also balance who is shown first (see order.present).
-        self._first_balance: dict[int, int] | None = {} if self.scheduler.balances_presentation else None
+        # Schedulers that pick pairs by the posterior balance who is shown first, and so does the prefix-aware order
+        # (see order.present): it prefers a cached first trace only where the balance leaves the order open.
+        balances = self.scheduler.balances_presentation or prefix_aware
+        self._first_balance: dict[int, int] | None = {} if balances else None
+        self._cached_first: set[int] | None = set() if prefix_aware else None  # shown first: the engine holds it
         self._l2, self._order_effect = l2, order_effect
         self._verdicts: list[tuple[int, int, int, float | None]] = []  # (call number, first, second, outcome)
         self._closed = False  # cancelled, or past its deadline without a verdict: no new calls
@@ -325,7 +328,8 @@ class Tournament:
             return
         if not same_round:
             self._rounds_after_last += 1
-        for first, second in present(pairs, self._rng, self._two_sided, self._prefix_aware, self._first_balance):
+        shown = present(pairs, self._rng, self._two_sided, self._prefix_aware, self._first_balance, self._cached_first)
+        for first, second in shown:
             number = self.judge_calls
             self.judge_calls += 1
             task = asyncio.ensure_future(self._judge_one(number, first, second))

@@ -203,19 +203,52 @@ def test_finish_before_every_arrival_is_an_error():
         asyncio.run(scenario())
 
 
-def test_prefix_aware_presentation_shares_the_first_trace_within_a_batch():
+def _live_batches(n: int) -> list[list[tuple[int, int]]]:
+    """Live's pairs as the runner hands them over: each arrival plays every trace before it, in one batch."""
+    return [[(old, new) for old in range(new)] for new in range(1, n)]
+
+
+def _shown_first_from_cache(n: int, prefix_aware: bool, seed: int) -> tuple[float, dict[int, int]]:
     from arena_verl.core.tournament import present
 
-    rng = np.random.default_rng(0)
-    hub_first = []
-    for _ in range(400):
-        shown = present([(0, 5), (2, 5), (4, 5)], rng, prefix_aware=True)
-        assert sorted(tuple(sorted(p)) for p in shown) == [(0, 5), (2, 5), (4, 5)]
-        firsts = [f for f, _ in shown]
-        assert firsts == sorted(firsts)  # calls with the same first trace are consecutive
-        hub_first.append(all(f == 5 for f in firsts))
-        assert hub_first[-1] or all(s == 5 for _, s in shown)  # the shared trace is first everywhere or nowhere
-    assert 0.42 < np.mean(hub_first) < 0.58
+    rng = np.random.default_rng(seed)
+    balance, cached, hits, calls = {}, set(), 0, 0
+    for batch in _live_batches(n):
+        before = set(cached)
+        shown = present(batch, rng, prefix_aware=prefix_aware, balance=balance, cached=cached if prefix_aware else None)
+        assert sorted(tuple(sorted(p)) for p in shown) == sorted(batch)
+        if prefix_aware:
+            assert [f for f, _ in shown] == sorted(f for f, _ in shown)  # the same first trace: consecutive calls
+        hits += sum(first in before for first, _ in shown)
+        calls += len(shown)
+        cached.update(first for first, _ in shown)  # (what the engine holds either way)
+    return hits / calls, balance
+
+
+@pytest.mark.parametrize("n", [8, 16])
+def test_the_prefix_aware_order_reuses_cached_heads_within_the_first_position_balance(n):
+    """Where the balance leaves the order open, the trace whose head the engine holds goes first: more calls start
+    from a cached head than under the balance's coin, and no trace gets further than one call from even."""
+    aware, plain = [], []
+    for seed in range(50):
+        share, balance = _shown_first_from_cache(n, True, seed)
+        assert all(abs(lead) <= 1 for lead in balance.values()), balance
+        aware.append(share)
+        share, balance = _shown_first_from_cache(n, False, seed)
+        assert all(abs(lead) <= 1 for lead in balance.values()), balance
+        plain.append(share)
+    assert np.mean(aware) > np.mean(plain) + 0.02
+
+
+def test_the_prefix_aware_order_is_balanced_without_a_callers_balance():
+    from arena_verl.core.tournament import present
+
+    shown = present([(0, 5), (2, 5), (4, 5)], np.random.default_rng(0), prefix_aware=True)
+    leads = {}
+    for first, second in shown:
+        leads[first] = leads.get(first, 0) + 1
+        leads[second] = leads.get(second, 0) - 1
+    assert all(abs(lead) <= 1 for lead in leads.values())  # the hub is not shown first (or second) in all three
 
 
 def test_prefix_aware_live_tournament_keeps_its_call_count():
