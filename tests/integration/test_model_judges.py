@@ -161,7 +161,7 @@ def test_transformers_judge_generates_inside_the_referee_actor(toy_model):
     assert stats.pop("trace_tokens") > 0  # the group's traces, counted with the judge's tokenizer
     # The transformers judge runs its model itself: no engine reports prompt or cached tokens.
     assert stats.pop("prompt_tokens") == stats.pop("cached_tokens") == 0
-    assert stats == {"calls": 6, "failures": 6, "parse_failures": 12, "errors": 0, "low_mass": 0}
+    assert stats == {"calls": 6, "failures": 6, "parse_failures": 12, "errors": 0, "low_mass": 0, "rerouted": 0}
     assert 0 < truncated <= 12
 
 
