@@ -30,6 +30,16 @@ def test_ranking_benchmark_writes_table_and_plot(tmp_path):
     assert (tmp_path / "ranking.md").read_text().startswith("Ranking benchmark")
 
 
+def test_the_order_table_pairs_todays_order_with_the_prefix_aware_one(tmp_path):
+    out = run_script("scripts/bench/ranking.py", "--order", "--groups", "4", "--spreads", "1.0", "--target-sizes", "8",
+                     "--workers", "1", "--out", str(tmp_path))  # fmt: skip
+    rows = [line for line in out.splitlines() if line.startswith("| 1 |")]
+    # two biases x three strategies, each with both orders and their paired difference
+    assert len(rows) == 6 and all(line.count("±") == 3 for line in rows)
+    assert {line.split("|")[4].strip() for line in rows} == {"live", "paced", "info_gain"}
+    assert (tmp_path / "order.md").read_text().startswith("Presentation order")
+
+
 def test_fit_throughput_benchmark_compares_three_fits():
     out = run_script("scripts/bench/bradley_terry.py", "--groups", "16", "--sizes", "8", "--repeats", "1")
     lines = [line for line in out.splitlines() if line.startswith("| 8 |")]
