@@ -145,6 +145,7 @@ class OpenAIJudge(ModelJudge):
 
         session = await self._client()
         url = self.endpoint.pick(routing_group())
+        self.stats.rerouted = self.endpoint.rerouted  # counted when sent: a rerouted call may fail too
         started = time.monotonic()
         try:
             async with session.post(url, json=payload) as response:
@@ -162,7 +163,6 @@ class OpenAIJudge(ModelJudge):
             self.endpoint.failed(url)
             raise
         self.endpoint.answered(url)
-        self.stats.rerouted = self.endpoint.rerouted
         self.count_usage(*reported_usage(body))
         return body
 
