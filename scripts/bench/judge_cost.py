@@ -16,6 +16,13 @@ figures depend on lengths and layout, not on what the traces say. Default model:
 
     python scripts/bench/judge_cost.py                                  # N=8,16, live/paced/info_gain/round_robin
     python scripts/bench/judge_cost.py --ns 8 --strategies live --groups 1 --trace-words 120   # a quick form
+    python scripts/bench/judge_cost.py --paths          # the prompt paths: pairwise, think_first, pointwise
+
+``--paths`` measures what the cache serves along each prompt path of one engine, at N=8 on live's schedule: the
+pairwise probability read (as above); ``think_first`` (a generated reasoning, then the label read continuing it: the
+read should find the whole prompt and the reasoning cached, so that it costs about its own few tokens); and the
+pointwise template (each trace scored once: the head, instructions and problem, once per group, the trace and the
+template's tail per call).
 """
 
 from __future__ import annotations
@@ -149,6 +156,107 @@ def table(measured: dict, block_size) -> list[str]:
     return lines
 
 
+def pointwise_template_tokens(judge, tokenizer) -> tuple[int, int]:
+    """``(head, per call)`` of the pointwise template through the judge's prompt path, as :func:`template_tokens`."""
+    from arena_verl.judge.backends.transformers_backend import render_chat
+    from arena_verl.judge.prompting.messages import build_pointwise_messages
+    from arena_verl.judge.verdicts.label_probs import VERDICT_PREFIX
+
+    messages = build_pointwise_messages(PROBLEM, FIRST, template=judge.settings.pointwise_template,
+                                        delimiter=judge.delimiter("template"))  # fmt: skip
+    head, tail = (render_chat(tokenizer, messages) + VERDICT_PREFIX).split(FIRST, 1)
+    return tuple(len(tokenizer.encode(piece, add_special_tokens=False)) for piece in (head, tail))
+
+
+async def measure_paths(judge, tokenizer, *, groups: int, trace_words: int, reasoning_tokens: int) -> dict:
+    """Rows for the three prompt paths at N=8 (live): sums over ``groups`` groups of the same traces."""
+    import dataclasses
+
+    import numpy as np
+
+    await judge.ready()
+    generated = {"tokens": 0, "calls": 0}
+    plain_generate = judge._generate
+
+    async def counted_generate(messages, temperature):
+        text = await plain_generate(messages, temperature)
+        generated["tokens"] += len(tokenizer.encode(str(text), add_special_tokens=False))
+        generated["calls"] += 1
+        return text
+
+    judge._generate = counted_generate
+    rng = np.random.default_rng(8)
+    traces = [[synthetic_trace(rng, int(w)) for w in row]
+              for row in rng.integers(trace_words // 2, trace_words * 3 // 2 + 1, size=(groups, 8))]  # fmt: skip
+    budget = judge.settings.max_trace_tokens
+    lengths = [[min(len(judge.tokenizer.encode(t)), budget) for t in group] for group in traces]
+    head, per_call = template_tokens(judge, tokenizer)
+    pw_head, pw_tail = pointwise_template_tokens(judge, tokenizer)
+    plain = judge.settings
+    rows = []
+    for path in ("pairwise", "think_first", "pointwise"):
+        # think_first is read per call from the settings: the same engine, the judge's settings swapped for the row.
+        judge.settings = dataclasses.replace(plain, think_first=True, max_new_tokens=reasoning_tokens) \
+            if path == "think_first" else plain  # fmt: skip
+        generated.update(tokens=0, calls=0)
+        total = dict.fromkeys(("calls", "prompt", "cached", "bound"), 0)
+        for g in range(groups):
+            uid = f"paths-{path}-{g}"
+            if path == "pointwise":
+                before = (judge.stats.prompt_tokens, judge.stats.cached_tokens)
+                for text in traces[g]:
+                    await judge.score(PROBLEM, _trace(text), group=uid)
+                total["calls"] += len(traces[g])
+                total["prompt"] += judge.stats.prompt_tokens - before[0]
+                total["cached"] += judge.stats.cached_tokens - before[1]
+                total["bound"] += pw_head + sum(length + pw_tail for length in lengths[g])
+            else:
+                group = await judge_group(judge, traces[g], "live", False, uid, seed=g)
+                for key in ("calls", "prompt", "cached"):
+                    total[key] += group[key]
+                total["bound"] += bounds(group["shown"], lengths[g], head, per_call)[0]
+        # think_first: its reasoning, written once by the engine, is read again by the label read; the bound
+        # adds it once per call (the read's own continuation is a few tokens).
+        total["bound"] += generated["tokens"]
+        rows.append(
+            {
+                "path": path,
+                "groups": groups,
+                "generated_tokens": generated["tokens"],
+                "generations": generated["calls"],
+                **total,
+                "computed": total["prompt"] - total["cached"],
+            }
+        )
+    judge.settings, judge._generate = plain, plain_generate
+    return {"rows": rows, "pairwise_template": [head, per_call], "pointwise_template": [pw_head, pw_tail]}
+
+
+def _trace(text: str):
+    from arena_verl.core.judge_protocol import Trace
+
+    return Trace(text)
+
+
+def paths_table(measured: dict) -> list[str]:
+    lines = [
+        "| path | calls/group | generations/group | generated tokens/group | prompt tokens/group | cached "
+        "| computed/group | bound/group | computed / bound |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in measured["rows"]:
+        g = r["groups"]
+        lines.append(
+            f"| {r['path']} | {r['calls'] / g:.1f} | {r['generations'] / g:.1f} | {r['generated_tokens'] / g:.0f} "
+            f"| {r['prompt'] / g:.0f} | {r['cached'] / g:.0f} | {r['computed'] / g:.0f} | {r['bound'] / g:.0f} "
+            f"| {r['computed'] / r['bound']:.2f} |"
+        )
+    (ph, pc), (wh, wt) = measured["pairwise_template"], measured["pointwise_template"]
+    lines.append(f"pairwise template: {ph} tokens before the first trace, {pc} per call; pointwise: {wh} before the "
+                 f"trace, {wt} after it")  # fmt: skip
+    return lines
+
+
 def judge_settings(model: str, max_trace_tokens: int):
     from arena_verl.settings import JudgeSettings
 
@@ -167,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace-words", type=int, default=250, help="mean words per trace (uniform, 0.5x to 1.5x)")
     parser.add_argument("--max-trace-tokens", type=int, default=4096)
     parser.add_argument("--json", default=None, help="also write the figures here")
+    parser.add_argument("--paths", action="store_true", help="only the prompt-path table (N=8, live)")
+    parser.add_argument("--reasoning-tokens", type=int, default=48, help="--paths: think_first's max_new_tokens")
     args = parser.parse_args(argv)
 
     import ray
@@ -182,9 +292,13 @@ def main(argv: list[str] | None = None) -> int:
         judge = VLLMJudge(judge_settings(model, args.max_trace_tokens))
         facts = ray.get(judge._engines[0].cache_facts.remote())
         started = time.perf_counter()
-        measured = asyncio.run(measure(judge, tokenizer, ns=[int(n) for n in args.ns.split(",")],
-                                       strategies=args.strategies.split(","), groups=args.groups,
-                                       trace_words=args.trace_words))  # fmt: skip
+        if args.paths:
+            measured = asyncio.run(measure_paths(judge, tokenizer, groups=args.groups, trace_words=args.trace_words,
+                                                 reasoning_tokens=args.reasoning_tokens))  # fmt: skip
+        else:
+            measured = asyncio.run(measure(judge, tokenizer, ns=[int(n) for n in args.ns.split(",")],
+                                           strategies=args.strategies.split(","), groups=args.groups,
+                                           trace_words=args.trace_words))  # fmt: skip
         wall = time.perf_counter() - started
         asyncio.run(judge.close())
     finally:
@@ -193,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Judge cost in computed tokens: vLLM engine in a Ray actor on {device}, model {Path(model).name}, verdict "
           f"probability, prefix caching {facts['prefix_caching']}, {args.groups} groups per row, synthetic traces of "
           f"~{args.trace_words} words; {wall:.0f} s")  # fmt: skip
-    print("\n".join(table(measured, facts["block_size"])))
+    print("\n".join(paths_table(measured) if args.paths else table(measured, facts["block_size"])))
     if args.json:
         Path(args.json).write_text(json.dumps({**measured, **facts, "args": vars(args)}, indent=1) + "\n")
     return 0

@@ -16,6 +16,7 @@ import asyncio
 import logging
 import time
 
+from arena_verl.core.counts import is_count
 from arena_verl.core.judge_protocol import Judge
 from arena_verl.core.limiter import PRIORITY_COMPLETE, PriorityLimiter
 from arena_verl.core.names import (
@@ -302,7 +303,7 @@ class Referee:
         # The judge counts low-mass calls and tokens across groups; what is new is charged to the next group answered.
         for counter, field in JUDGE_STAT_COUNTERS.items():
             total = getattr(self.judge.stats, field, 0)
-            total = total if isinstance(total, int) and not isinstance(total, bool) else 0
+            total = total if is_count(total) else 0
             counts[counter] = max(0, total - self._judge_seen[field])
             self._judge_seen[field] = max(self._judge_seen[field], total)
         self._counters.add_all(group.step, counts)

@@ -11,6 +11,7 @@ import contextvars
 import logging
 from collections.abc import Callable, Iterable
 
+from arena_verl.core.counts import is_count
 from arena_verl.core.judge_protocol import JudgeStats, Trace
 from arena_verl.judge.prompting.hygiene import new_delimiter
 from arena_verl.judge.prompting.messages import build_pairwise_messages, build_pointwise_messages
@@ -62,10 +63,6 @@ def _keep_recent(cache: dict, key, value) -> None:
     cache[key] = value
     while len(cache) > _DELIMITER_CACHE:
         cache.pop(next(iter(cache)))
-
-
-def _is_count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class ModelJudge:
@@ -129,11 +126,11 @@ class ModelJudge:
         """Add an engine's report of one generation or read (its prompt tokens, those served from its prefix cache)
         to ``stats``; a count that is not a non-negative integer (a server's garbage) is left out, and a cached count
         is never above its prompt's."""
-        if not _is_count(prompt_tokens):
+        if not is_count(prompt_tokens):
             return
         self.reports_usage = True
         self.stats.prompt_tokens += prompt_tokens
-        if _is_count(cached_tokens):
+        if is_count(cached_tokens):
             self.stats.cached_tokens += min(cached_tokens, prompt_tokens)
 
     def _note_traces(self, group: str | None, *texts) -> None:

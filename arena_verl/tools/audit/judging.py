@@ -33,6 +33,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from arena_verl.core.counts import is_count
 from arena_verl.core.errors import InputError
 from arena_verl.core.judge_protocol import Trace
 from arena_verl.core.tournament import contained, valid_outcome
@@ -137,7 +138,7 @@ def _attributed(stats_class: type) -> type:
         def __setattr__(self, name: str, value: Any) -> None:
             meter = _CURRENT.get()
             before = getattr(self, name, None)
-            if meter is not None and _is_count(value) and _is_count(before):
+            if meter is not None and is_count(value) and is_count(before):
                 meter.counters[name] += value - before
             super(subclass, self).__setattr__(name, value)
 
@@ -148,10 +149,6 @@ def _attributed(stats_class: type) -> type:
         )
         _ATTRIBUTED[stats_class] = subclass
     return _ATTRIBUTED[stats_class]
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _metered_generate(judge, generate):

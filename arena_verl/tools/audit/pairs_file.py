@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from arena_verl.core.counts import is_count
 from arena_verl.core.errors import InputError
 from arena_verl.core.tournament import valid_outcome
 from arena_verl.evaluation.audit import PAIR_KINDS, AuditedPair
@@ -68,11 +69,11 @@ def settings_text(settings: dict[str, Any]) -> str:
 def _wrong_type(record: dict[str, Any]) -> str | None:
     """What in a line the figures cannot read (None: nothing)."""
 
-    def count(value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
     def seconds(value: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+    def count_or_null(value: Any) -> bool:
+        return value is None or is_count(value)
 
     def two(key: str, ok) -> bool:
         value = record[key]
@@ -82,9 +83,9 @@ def _wrong_type(record: dict[str, Any]) -> str | None:
         return "pair is not a string"
     if record["kind"] not in PAIR_KINDS:
         return f"kind {record['kind']!r} is not one of {', '.join(PAIR_KINDS)}"
-    if record["step"] is not None and not count(record["step"]):
+    if record["step"] is not None and not is_count(record["step"]):
         return f"step {record['step']!r} is not a step number"
-    if not isinstance(record["group"], str) or not count(record["first"]) or not count(record["second"]):
+    if not isinstance(record["group"], str) or not is_count(record["first"]) or not is_count(record["second"]):
         return "group, first or second is not a group key and two trace indices"
     if record["triple"] is not None and not isinstance(record["triple"], str):
         return "triple is not a string"
@@ -92,14 +93,14 @@ def _wrong_type(record: dict[str, Any]) -> str | None:
         return "digests or dump_file is not text"
     if not two("outcomes", lambda o: o is None or valid_outcome(o) is not None):
         return "outcomes is not two verdicts (numbers in [0, 1] or null)"
-    if not two("low_mass", count):
+    if not two("low_mass", is_count):
         return "low_mass is not two counts"
-    if not two("tokens_in", lambda n: n is None or count(n)) or not two("tokens_out", lambda n: n is None or count(n)):
+    if not two("tokens_in", count_or_null) or not two("tokens_out", count_or_null):
         return "tokens_in or tokens_out is not two counts (or null)"
     if not two("seconds", lambda s: s is None or seconds(s)):
         return "seconds is not two durations (or null)"
     for key in ENGINE_TOKENS:
-        if key in record and not two(key, lambda n: n is None or count(n)):
+        if key in record and not two(key, count_or_null):
             return f"{key} is not two counts (or null)"
     return None
 

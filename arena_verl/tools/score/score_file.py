@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from arena_verl.core.counts import is_count
 from arena_verl.data.dump_files import EvaluationInputError
 from arena_verl.tools.common.resumable_file import LineFormat, ResumableFile, read_lines
 
@@ -69,13 +70,10 @@ def settings_text(settings: dict[str, Any]) -> str:
 def _wrong_type(record: dict[str, Any]) -> str | None:
     """What in a line the report cannot read (None: nothing)."""
 
-    def count(value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
     def finite(value: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
-    if record["step"] is not None and not count(record["step"]):
+    if record["step"] is not None and not is_count(record["step"]):
         return f"step {record['step']!r} is not a step number"
     if not isinstance(record["group"], str):
         return "group is not a string"
@@ -84,7 +82,7 @@ def _wrong_type(record: dict[str, Any]) -> str | None:
     digests = record["sample_digests"]
     if not isinstance(digests, list) or not all(isinstance(d, str) for d in digests):
         return "sample_digests is not a list of strings"
-    bad = [key for key in ("judge_calls", "failures", "decided") if not count(record[key])]
+    bad = [key for key in ("judge_calls", "failures", "decided") if not is_count(record[key])]
     if bad:
         return f"{bad[0]} is not a count"
     # a sum of soft outcomes (a count for hard verdicts), at most one per decided verdict
