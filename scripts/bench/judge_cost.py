@@ -168,8 +168,9 @@ def pointwise_template_tokens(judge, tokenizer) -> tuple[int, int]:
     return tuple(len(tokenizer.encode(piece, add_special_tokens=False)) for piece in (head, tail))
 
 
-async def measure_paths(judge, tokenizer, *, groups: int, trace_words: int, reasoning_tokens: int) -> dict:
-    """Rows for the three prompt paths at N=8 (live): sums over ``groups`` groups of the same traces."""
+async def measure_paths(judge, tokenizer, *, groups: int, trace_words: int) -> dict:
+    """Rows for the three prompt paths at N=8 (live): sums over ``groups`` groups of the same traces (the reasoning's
+    length is the engine's ``max_new_tokens``, set when it started)."""
     import dataclasses
 
     import numpy as np
@@ -196,8 +197,7 @@ async def measure_paths(judge, tokenizer, *, groups: int, trace_words: int, reas
     rows = []
     for path in ("pairwise", "think_first", "pointwise"):
         # think_first is read per call from the settings: the same engine, the judge's settings swapped for the row.
-        judge.settings = dataclasses.replace(plain, think_first=True, max_new_tokens=reasoning_tokens) \
-            if path == "think_first" else plain  # fmt: skip
+        judge.settings = dataclasses.replace(plain, think_first=True) if path == "think_first" else plain
         generated.update(tokens=0, calls=0)
         total = dict.fromkeys(("calls", "prompt", "cached", "bound"), 0)
         for g in range(groups):
@@ -257,11 +257,12 @@ def paths_table(measured: dict) -> list[str]:
     return lines
 
 
-def judge_settings(model: str, max_trace_tokens: int):
+def judge_settings(model: str, max_trace_tokens: int, max_new_tokens: int = 512):
     from arena_verl.settings import JudgeSettings
 
     return JudgeSettings(backend="vllm", model_path=model, verdict="probability", parse_retries=0, retries=1,
                          timeout_s=600, max_trace_tokens=max_trace_tokens, max_model_len=8192,
+                         max_new_tokens=max_new_tokens,
                          enable_prefix_caching=True, dtype="float32", max_concurrency=16)  # fmt: skip
 
 
@@ -276,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-trace-tokens", type=int, default=4096)
     parser.add_argument("--json", default=None, help="also write the figures here")
     parser.add_argument("--paths", action="store_true", help="only the prompt-path table (N=8, live)")
-    parser.add_argument("--reasoning-tokens", type=int, default=48, help="--paths: think_first's max_new_tokens")
+    parser.add_argument("--reasoning-tokens", type=int, default=512, help="--paths: think_first's max_new_tokens")
     args = parser.parse_args(argv)
 
     import ray
@@ -289,12 +290,12 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = AutoTokenizer.from_pretrained(model)
     ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
     try:
-        judge = VLLMJudge(judge_settings(model, args.max_trace_tokens))
+        # The engine's max_new_tokens (set at its start) bounds think_first's reasoning; the other reads are 1 token.
+        judge = VLLMJudge(judge_settings(model, args.max_trace_tokens, args.reasoning_tokens))
         facts = ray.get(judge._engines[0].cache_facts.remote())
         started = time.perf_counter()
         if args.paths:
-            measured = asyncio.run(measure_paths(judge, tokenizer, groups=args.groups, trace_words=args.trace_words,
-                                                 reasoning_tokens=args.reasoning_tokens))  # fmt: skip
+            measured = asyncio.run(measure_paths(judge, tokenizer, groups=args.groups, trace_words=args.trace_words))
         else:
             measured = asyncio.run(measure(judge, tokenizer, ns=[int(n) for n in args.ns.split(",")],
                                            strategies=args.strategies.split(","), groups=args.groups,
