@@ -280,23 +280,29 @@ def presentation_order(args, spreads: list[float], sizes: list[int], biases: lis
         for v in ORDER_VARIANTS
         for aware in (False, True)
     ]
-    started = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        rows = list(pool.map(run_cell, cells))
-    elapsed = time.perf_counter() - started
     command = (
         f"python scripts/bench/ranking.py --order --groups {args.groups} --seed {args.seed} --spreads {args.spreads} "
         f"--target-sizes {args.target_sizes}"
     )
+    one_table(args, cells, "Presentation order, SIMULATED judge (logistic)", command, format_order, "order.md")
+
+
+def one_table(args, cells: list[Cell], title: str, command: str, format_rows, filename: str) -> None:
+    """Run ``cells`` on ``--workers`` processes, print ``title``, the run's figures, ``command`` and the table
+    ``format_rows`` makes of the rows, and write the same to ``--out``/``filename``."""
+    started = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        rows = list(pool.map(run_cell, cells))
+    elapsed = time.perf_counter() - started
     report = (
-        f"Presentation order, SIMULATED judge (logistic), {args.groups} groups per cell, seed {args.seed}, "
-        f"{elapsed:.0f} s with {args.workers} worker(s) on {os.cpu_count()} CPUs.\n`{command}`\n\n" + format_order(rows)
+        f"{title}, {args.groups} groups per cell, seed {args.seed}, {elapsed:.0f} s with {args.workers} worker(s) on "
+        f"{os.cpu_count()} CPUs.\n`{command}`\n\n" + format_rows(rows)
     )
     print(report)
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "order.md"), "w") as handle:
+    with open(os.path.join(args.out, filename), "w") as handle:
         handle.write(report)
-    print(f"wrote {args.out}/order.md", file=sys.stderr)
+    print(f"wrote {args.out}/{filename}", file=sys.stderr)
 
 
 def format_order(rows: list[dict]) -> str:
@@ -350,24 +356,12 @@ def soft_vs_hard(args, spreads: list[float], sizes: list[int], bias: float, conc
         for verdict, kappa in judges
         for v in SOFT_VS_HARD_VARIANTS
     ]
-    started = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        rows = list(pool.map(run_cell, cells))
-    elapsed = time.perf_counter() - started
     command = (
         f"python scripts/bench/ranking.py --soft-vs-hard --groups {args.groups} --seed {args.seed} "
         f"--spreads {args.spreads} --target-sizes {args.target_sizes} --concentrations {args.concentrations}"
     )
-    report = (
-        f"Soft versus hard verdicts, SIMULATED judge (logistic, {FIRST_WIN_RATE:.0%} first-position preference), "
-        f"{args.groups} groups per cell, seed {args.seed}, {elapsed:.0f} s with {args.workers} worker(s) on "
-        f"{os.cpu_count()} CPUs.\n`{command}`\n\n" + format_soft_vs_hard(rows)
-    )
-    print(report)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "soft_vs_hard.md"), "w") as handle:
-        handle.write(report)
-    print(f"wrote {args.out}/soft_vs_hard.md", file=sys.stderr)
+    title = f"Soft versus hard verdicts, SIMULATED judge (logistic, {FIRST_WIN_RATE:.0%} first-position preference)"
+    one_table(args, cells, title, command, format_soft_vs_hard, "soft_vs_hard.md")
 
 
 def format_soft_vs_hard(rows: list[dict]) -> str:
