@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["rendezvous_order", "ReplicaRing"]
+__all__ = ["rendezvous_order", "sticky_choice", "ReplicaRing"]
 
 
 def _weight(key: str, name: str) -> int:
@@ -31,6 +31,17 @@ def rendezvous_order(key: str, names: Sequence[str]) -> list[int]:
     """Indices of ``names`` in ``key``'s order of preference (highest weight first; ties by index). The same key
     and names give the same order in every process (a keyed hash, not Python's salted ``hash``)."""
     return sorted(range(len(names)), key=lambda i: (-_weight(key, names[i]), i))
+
+
+def sticky_choice(key: str, names: Sequence[str], usable: Callable[[int], bool]) -> tuple[int, bool]:
+    """``(index, rerouted)``: ``key``'s replica, its first choice among ``names`` that is ``usable`` (an index's
+    test: up, started), and whether that is past its own first choice. None usable: its first choice, not rerouted
+    (the call goes there and fails or succeeds as it would)."""
+    order = rendezvous_order(key, names)
+    for index in order:
+        if usable(index):
+            return index, index != order[0]
+    return order[0], False
 
 
 @dataclass
@@ -80,24 +91,24 @@ class ReplicaRing:
         health = self._health.get(name)
         return health is not None and health.down_until <= self.clock()
 
-    def choose(self, key: str | None, candidates: Sequence[int] | None = None) -> int:
-        """The index of ``key``'s replica: its first choice in the ring, among ``candidates`` (indices; all when
-        None). ``key`` None (a call of no group): the first replica in the ring by list order."""
-        indices = list(range(len(self.names))) if candidates is None else list(candidates)
-        if not indices:
-            raise ValueError("no replica to choose from")
-        if key is not None:
-            indices = [indices[i] for i in rendezvous_order(key, [self.names[j] for j in indices])]
-        ranked = indices
-        for index in ranked:
-            if self.is_up(self.names[index]):
-                return index
-        return ranked[0]
+    def route(self, key: str | None) -> tuple[int, bool]:
+        """``(index, rerouted)``: ``key``'s replica in the ring and whether it is past ``key``'s first choice
+        (:func:`sticky_choice`). ``key`` None (a call of no group): the first replica in the ring by list order."""
 
-    def first_choice(self, key: str, candidates: Sequence[int] | None = None) -> int:
+        def up(index: int) -> bool:
+            return self.is_up(self.names[index])
+
+        if key is None:
+            return next((i for i in range(len(self.names)) if up(i)), 0), False
+        return sticky_choice(key, self.names, up)
+
+    def choose(self, key: str | None) -> int:
+        """The index of ``key``'s replica (:meth:`route`)."""
+        return self.route(key)[0]
+
+    def first_choice(self, key: str) -> int:
         """``key``'s replica when every replica is in the ring."""
-        indices = list(range(len(self.names))) if candidates is None else list(candidates)
-        return indices[rendezvous_order(key, [self.names[j] for j in indices])[0]]
+        return rendezvous_order(key, self.names)[0]
 
     def failed(self, name: str) -> bool:
         """A request to ``name`` failed: it leaves the ring (for longer after each further failure). True when it was

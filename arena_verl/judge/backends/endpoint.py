@@ -120,11 +120,9 @@ class Endpoint:
     def pick(self, group: str | None) -> str:
         """The chat-completions URL for a call of ``group``: the group's replica in the ring (None: the first
         replica in the ring). A call sent past its group's first choice is counted in ``rerouted``."""
-        ring = self.ring
-        index = ring.choose(group)
-        if group is not None and len(ring.names) > 1 and index != ring.first_choice(group):
-            self.rerouted += 1
-        return ring.names[index]
+        index, rerouted = self.ring.route(group)
+        self.rerouted += rerouted
+        return self.ring.names[index]
 
     def failed(self, url: str) -> None:
         """A request to ``url`` failed (refused, reset, timed out, a server error): out of the ring for a while."""

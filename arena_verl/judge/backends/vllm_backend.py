@@ -32,7 +32,7 @@ import uuid
 import ray
 
 from arena_verl.core.judge_protocol import Reply
-from arena_verl.core.rendezvous import rendezvous_order
+from arena_verl.core.rendezvous import sticky_choice
 from arena_verl.judge.backends.model_judge import ModelJudge, routing_group
 from arena_verl.judge.backends.transformers_backend import prompt_token_ids
 from arena_verl.judge.prompting.hygiene import special_token_strings
@@ -304,15 +304,13 @@ class VLLMJudge(ModelJudge):
         still be loading: its groups go to their next choice meanwhile, counted in ``stats.rerouted``). A call of no
         group: the engine with the fewest calls in flight."""
         indices = range(len(self._engines))
-        started = [i for i in indices if self._started(i)] or list(indices)
         group = routing_group()
         if group is None or len(self._engines) == 1:
+            started = [i for i in indices if self._started(i)] or list(indices)
             return min(started, key=self._inflight.__getitem__)
-        names = [str(i) for i in indices]
-        ranked = [started[i] for i in rendezvous_order(group, [names[j] for j in started])]
-        if ranked[0] != rendezvous_order(group, names)[0]:
-            self.stats.rerouted += 1
-        return ranked[0]
+        index, rerouted = sticky_choice(group, [str(i) for i in indices], self._started)
+        self.stats.rerouted += rerouted
+        return index
 
     async def _call(self, method: str, *args):
         """``engine.<method>(*args, request_id)`` on the least busy engine; a cancelled (timed-out) call aborts its
