@@ -170,7 +170,7 @@ _check_urls() {
 # answering stops the run. A server that answers but refuses the key, or is no OpenAI-compatible server, ends the wait
 # at once.
 _wait_for_judge() {
-  local python=$1 urls=$2 url_file=$3 wait_s=$4 served_name=$5 waited=0 rc why="" url up missing
+  local python=$1 urls=$2 url_file=$3 wait_s=$4 served_name=$5 waited=0 rc why="" url up missing answered=,
   local -a items
   while true; do
     if [ -z "${JUDGE_URL:-}" ] && [ -n "$url_file" ]; then urls=$(_url_from_file "$url_file") || exit 2; fi
@@ -178,11 +178,12 @@ _wait_for_judge() {
     if [ -n "$urls" ]; then
       IFS=, read -r -a items <<< "$urls"
       for url in "${items[@]}"; do
+        if [[ "$answered" == *",$url,"* ]]; then up+="${up:+,}$url"; continue; fi  # probed once is enough
         rc=0
         why=$("$python" -m arena_verl.judge.probe --timeout 5 --expect-model "$served_name" \
                 --api-key-env JUDGE_API_KEY -- "$url" 2>&1 >/dev/null) || rc=$?
         case $rc in
-          0) up+="${up:+,}$url" ;;
+          0) up+="${up:+,}$url" answered+="$url," ;;
           1) missing+="${missing:+,}$url" ;;  # not up (yet)
           *) echo "$why" >&2; exit 2 ;;  # a refused key, a wrong served name, not an OpenAI-compatible server
         esac
@@ -209,6 +210,8 @@ _url_host() {
   rest=${rest##*@}
   if [[ $rest == \[* ]]; then rest=${rest#[}; printf '%s' "${rest%%]*}"; else printf '%s' "${rest%%:*}"; fi
 }
+# Whether HOST is a loopback (or any-interface) address: the recipes' and the Slurm launchers' one rule.
+_is_loopback() { case "$1" in localhost | 127.* | ::1 | 0.0.0.0) return 0 ;; *) return 1 ;; esac; }
 # Whether the host of URL (or of any in a comma-separated list) is this machine: a loopback address, or this host's
 # name or one of its addresses.
 _on_this_host() {
@@ -220,7 +223,7 @@ _on_this_host() {
     return 1
   fi
   host=$(_url_host "$1")
-  case "$host" in localhost | 127.* | ::1 | 0.0.0.0) return 0 ;; esac
+  ! _is_loopback "$host" || return 0
   [ -n "$host" ] || return 1
   for word in "$(hostname 2>/dev/null)" "$(hostname -s 2>/dev/null)" "$(hostname -f 2>/dev/null)" \
               $(hostname -I 2>/dev/null); do

@@ -265,8 +265,7 @@ same_node_judge() {
   IFS=, read -r -a urls <<< "$JUDGE_URL"
   for url in "${urls[@]}"; do
     host=$(_url_host "$url")
-    case "$host" in localhost | 127.* | ::1 | 0.0.0.0) return 0 ;; esac
-    if [ "$host" = "$1" ] || [ "$host" = "$2" ]; then return 0; fi
+    if _is_loopback "$host" || [ "$host" = "$1" ] || [ "$host" = "$2" ]; then return 0; fi
   done
   return 1
 }
