@@ -95,6 +95,18 @@ async def judge_group(judge, traces: list[str], strategy: str, prefix_aware: boo
             "trace_tokens": trace_tokens, "seconds": seconds}  # fmt: skip
 
 
+def synthetic_groups(judge, n: int, groups: int, trace_words: int) -> tuple[list[list[str]], list[list[int]]]:
+    """``groups`` groups of ``n`` synthetic traces of 0.5x to 1.5x ``trace_words`` words (seeded by ``n``: every row
+    of one size sees the same traces), and each trace's tokens as the judge shows it (cut to its budget)."""
+    import numpy as np
+
+    rng = np.random.default_rng(n)
+    words = rng.integers(trace_words // 2, trace_words * 3 // 2 + 1, size=(groups, n))
+    traces = [[synthetic_trace(rng, int(w)) for w in row] for row in words]
+    budget = judge.settings.max_trace_tokens
+    return traces, [[min(len(judge.tokenizer.encode(t)), budget) for t in group] for group in traces]
+
+
 def bounds(shown: list[tuple[int, int]], lengths: list[int], head: int, per_call: int) -> tuple[int, float]:
     """``(bound over the calls made, the issue's formula)`` in tokens (see the module docstring)."""
     first_shown = {first for first, _ in shown}
@@ -105,17 +117,12 @@ def bounds(shown: list[tuple[int, int]], lengths: list[int], head: int, per_call
 
 async def measure(judge, tokenizer, *, ns, strategies, groups: int, trace_words: int, layouts=(False, True)):
     """A row per (N, strategy, layout): sums over ``groups`` groups (the same traces for every layout)."""
-    import numpy as np
 
     await judge.ready()
     head, per_call = template_tokens(judge, tokenizer)
     rows = []
     for n in ns:
-        rng = np.random.default_rng(n)
-        words = rng.integers(trace_words // 2, trace_words * 3 // 2 + 1, size=(groups, n))
-        traces = [[synthetic_trace(rng, int(w)) for w in row] for row in words]
-        budget = judge.settings.max_trace_tokens
-        lengths = [[min(len(judge.tokenizer.encode(t)), budget) for t in group] for group in traces]
+        traces, lengths = synthetic_groups(judge, n, groups, trace_words)
         for strategy in strategies:
             for prefix_aware in layouts:
                 total = dict.fromkeys(("calls", "prompt", "cached", "trace_tokens", "seconds", "bound", "formula"), 0)
@@ -173,8 +180,6 @@ async def measure_paths(judge, tokenizer, *, groups: int, trace_words: int) -> d
     length is the engine's ``max_new_tokens``, set when it started)."""
     import dataclasses
 
-    import numpy as np
-
     await judge.ready()
     generated = {"tokens": 0, "calls": 0}
     plain_generate = judge._generate
@@ -186,11 +191,7 @@ async def measure_paths(judge, tokenizer, *, groups: int, trace_words: int) -> d
         return text
 
     judge._generate = counted_generate
-    rng = np.random.default_rng(8)
-    traces = [[synthetic_trace(rng, int(w)) for w in row]
-              for row in rng.integers(trace_words // 2, trace_words * 3 // 2 + 1, size=(groups, 8))]  # fmt: skip
-    budget = judge.settings.max_trace_tokens
-    lengths = [[min(len(judge.tokenizer.encode(t)), budget) for t in group] for group in traces]
+    traces, lengths = synthetic_groups(judge, 8, groups, trace_words)
     head, per_call = template_tokens(judge, tokenizer)
     pw_head, pw_tail = pointwise_template_tokens(judge, tokenizer)
     plain = judge.settings
