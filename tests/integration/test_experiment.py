@@ -14,7 +14,7 @@ import pytest
 
 from helpers import paths
 
-QUICK_TIMEOUT_S = 1200  # both arms at once: 349 s here with the policy cached (docs/tools.md); room for a busy machine
+QUICK_TIMEOUT_S = 1200  # both arms one after the other: 265 s here from nothing (docs/tools.md); a run: 600 at most
 
 
 @pytest.fixture(scope="module")

@@ -146,7 +146,7 @@ def test_run_overrides_carry_the_judge_knobs_and_seed(tmp_path):
 
 def _args(tmp_path, **kwargs):
     defaults = dict(out=tmp_path / "grid", seeds=None, arms=None, quick=True, cache=tmp_path, report_only=False,
-                    jobs=None)  # fmt: skip
+                    jobs=1)  # fmt: skip
     return argparse.Namespace(**{**defaults, "policy": None, **kwargs})
 
 
