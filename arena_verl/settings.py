@@ -30,7 +30,7 @@ from arena_verl.core.names import (
 from arena_verl.core.options import RefereeOptions, TournamentOptions
 from arena_verl.core.referee.admission import pool_share
 from arena_verl.core.sources import MATH_SOURCES, MULTIPLE_CHOICE_SOURCES
-from arena_verl.core.urls import check_url, split_urls
+from arena_verl.core.urls import check_url, repeated_servers, split_urls
 
 __all__ = [
     "MODES",
@@ -412,8 +412,8 @@ def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
         urls = split_urls(judge.base_url)
         for url in urls:
             check_url(url, f"{_PREFIX}.judge.base_url")
-        if len({url.rstrip("/") for url in urls}) != len(urls):
-            raise ValueError(f"{_PREFIX}.judge.base_url lists an address twice: {judge.base_url!r}")
+        if repeated := repeated_servers(urls):
+            raise ValueError(f"{_PREFIX}.judge.base_url lists a replica twice: {repeated} in {judge.base_url!r}")
     if judge.tokenizer is not None and not judge.tokenizer.strip():
         raise ValueError(f"{_PREFIX}.judge.tokenizer must be a tokenizer folder or hub id, or null; got ''")
     if judge.backend == "openai" and judge.base_url != "verl" and not judge.model_path:

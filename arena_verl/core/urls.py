@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-__all__ = ["check_url", "split_urls"]
+__all__ = ["chat_url", "check_url", "repeated_servers", "split_urls"]
 
 
 def check_url(url: str, where: str) -> str:
@@ -19,6 +19,25 @@ def check_url(url: str, where: str) -> str:
     if "@" in parts.netloc:  # http://judge-node:8000@elsewhere/v1 reads like the judge and goes elsewhere
         raise ValueError(f"{where}: an address with user info ({url[:200]!r}) is refused")
     return url
+
+
+def chat_url(base_url: str) -> str:
+    """The chat-completions URL of an OpenAI-compatible server whose base (``http://host:port`` or ``.../v1``)."""
+    base = base_url.strip().rstrip("/")
+    return base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
+
+
+def repeated_servers(urls: list[str]) -> list[str]:
+    """The addresses in ``urls`` that call a server an earlier one already calls (one chat-completions URL:
+    ``http://h:8000``, ``http://h:8000/`` and ``http://h:8000/v1`` are one replica). The one rule for a replica listed
+    twice; ``recipes/lib/experiment.sh``'s ``_check_urls`` applies it before anything starts."""
+    seen, repeated = set(), []
+    for url in urls:
+        key = chat_url(url)
+        if key in seen:
+            repeated.append(url)
+        seen.add(key)
+    return repeated
 
 
 def split_urls(value) -> list[str]:

@@ -152,16 +152,21 @@ _check_url() {  # name url: an http(s) address without control characters, backs
   [[ "$2" =~ ^https?://[^[:space:]\'\"\$,@]+$ ]] || _die "$1 must be an http(s) address (http://host:port/v1), got '$2'"
 }
 # _check_urls NAME LIST: one address, or several (judge replicas) comma-separated: each one checked, none empty,
-# none twice (the judge's settings refuse the same).
+# no replica twice. A replica is its chat-completions URL: host:port, host:port/ and host:port/v1 are one
+# (arena_verl/core/urls.py repeated_servers, which the judge's settings apply; this is its shell form, checked
+# against it by tests/integration/test_recipes.py).
 _check_urls() {
-  local item seen=,
+  local item key seen=,
   local -a items
   case "$2" in ,* | *, | *,,*) _die "$1 has an empty entry in its comma-separated list: '$2'" ;; esac
   IFS=, read -r -a items <<< "$2"
   for item in "${items[@]}"; do
     _check_url "$1" "$item"
-    [[ "$seen" != *",$item,"* ]] || _die "$1 names $item twice"
-    seen+="$item,"
+    key=$item
+    while [[ "$key" == */ ]]; do key=${key%/}; done
+    key=${key%/v1}
+    [[ "$seen" != *",$key,"* ]] || _die "$1 names the replica $item twice (host:port and host:port/v1 are one)"
+    seen+="$key,"
   done
 }
 # Wait until the served judge answers GET <url>/models (with the key, when there is one), every listed replica up to

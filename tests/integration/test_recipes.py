@@ -134,7 +134,8 @@ def test_judge_replicas_from_judge_url_or_the_url_file_reach_the_judge_as_a_list
 @pytest.mark.parametrize(
     ("urls", "message"),
     [("http://a:8000/v1,,http://b:8000/v1", "an empty entry"), ("http://a:8000/v1,", "an empty entry"),
-     ("http://a:8000/v1,http://a:8000/v1", "names http://a:8000/v1 twice"),
+     ("http://a:8000/v1,http://a:8000/v1", "names the replica http://a:8000/v1 twice"),
+     ("http://a:8000,http://a:8000/v1/", "names the replica http://a:8000/v1/ twice"),
      ("http://a:8000/v1, http://b:8000/v1", "must be an http(s) address"),
      ("http://a:8000/v1,ftp://b/v1", "must be an http(s) address"),
      ("http://a:8000/v1,http://user@b:8000/v1", "must be an http(s) address")],

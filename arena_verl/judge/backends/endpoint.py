@@ -21,17 +21,11 @@ import time
 from pathlib import Path
 
 from arena_verl.core.rendezvous import ReplicaRing
-from arena_verl.core.urls import check_url, split_urls
+from arena_verl.core.urls import chat_url, check_url, repeated_servers, split_urls
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["Endpoint", "chat_url", "check_url", "read_url_file", "split_urls"]
-
-
-def chat_url(base_url: str) -> str:
-    """The chat-completions URL of an OpenAI-compatible server whose base (``http://host:port`` or ``.../v1``)."""
-    base = base_url.strip().rstrip("/")
-    return base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
 
 
 def read_url_file(path: str | Path) -> list[str]:
@@ -58,8 +52,8 @@ def read_url_file(path: str | Path) -> list[str]:
             urls.append(check_url(line, f"{where} line {number}"))
     if not urls:
         raise ValueError(f"{where} holds no address (an empty file: one http(s) address a line)")
-    if len(set(urls)) != len(urls):
-        raise ValueError(f"{where} lists an address twice: {sorted({u for u in urls if urls.count(u) > 1})}")
+    if repeated := repeated_servers(urls):
+        raise ValueError(f"{where} lists a replica twice: {repeated} (one server, one line)")
     return urls
 
 

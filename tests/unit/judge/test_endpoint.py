@@ -46,9 +46,11 @@ def test_the_file_is_read_again_on_refresh_and_a_broken_file_keeps_the_address(t
     assert not endpoint.refresh() and len(endpoint.urls) == 2
 
 
-def test_a_url_file_listing_an_address_twice_is_refused(tmp_path):
+@pytest.mark.parametrize("second", ["http://a:1/v1", "http://a:1/v1/", "http://a:1"])
+def test_a_url_file_listing_a_replica_twice_is_refused(tmp_path, second):
+    # Spelt twice alike or not: one chat-completions URL, one replica (the ring could not hold it twice).
     path = tmp_path / "judge_url"
-    path.write_text("http://a:1/v1\nhttp://a:1/v1\n")
+    path.write_text(f"http://a:1/v1\n{second}\n")
     with pytest.raises(ValueError, match="twice"):
         read_url_file(path)
 

@@ -77,7 +77,12 @@ def test_settings_take_replicas_as_a_list_or_comma_separated(base_url):
 
 @pytest.mark.parametrize(
     "base_url, message",
-    [("http://a:1/v1,ftp://b/v1", "not an http"), ("http://a:1/v1,http://a:1/v1/", "twice"), ([1, 2], "a list")],
+    [
+        ("http://a:1/v1,ftp://b/v1", "not an http"),
+        ("http://a:1/v1,http://a:1/v1/", "twice"),
+        ("http://a:1,http://a:1/v1", "twice"),
+        ([1, 2], "a list"),
+    ],
 )
 def test_a_bad_replica_list_is_refused_by_key(base_url, message):
     config = {"reward": {"arena": {"group_size": 4, "judge": {"backend": "openai", "model_path": "j",
