@@ -116,6 +116,28 @@ def cpu_smoke(out_dir: Path, assets: dict, *overrides: str, **env: str) -> dict:
     return summary
 
 
+def checkpoint_weights(run_dir: Path, step: int) -> dict:
+    """The actor's weights in verl's checkpoint of ``step`` (one FSDP rank), as plain float tensors."""
+    import torch
+
+    path = run_dir / "checkpoints" / f"global_step_{step}" / "actor" / "model_world_size_1_rank_0.pt"
+    state = torch.load(path, map_location="cpu", weights_only=False)  # FSDP2 saves DTensors: not weights-only
+    return {name: (t.to_local() if hasattr(t, "to_local") else t).float() for name, t in state.items()}
+
+
+def model_weights(folder: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return {name: t.float() for name, t in load_file(folder / "model.safetensors").items()}
+
+
+def weight_distance(a: dict, b: dict) -> float:
+    """The L2 distance between two sets of weights over the tensors both hold (a tied head is saved once by one)."""
+    shared = sorted(set(a) & set(b))
+    assert len(shared) >= 0.9 * max(len(a), len(b)), sorted(set(a) ^ set(b))
+    return sum(float(((a[name] - b[name]) ** 2).sum()) for name in shared) ** 0.5
+
+
 def training_steps(metrics_file: Path) -> list[int]:
     return [
         int(r["data"]["training/global_step"])

@@ -46,11 +46,14 @@ from helpers.cpu_runs import (
     assert_rollout_in_sync,
     assert_validation_by_verifier_only,
     build_assets,
+    checkpoint_weights,
     evaluate_dumps,
+    model_weights,
     processes_with_marker,
     recipe_env,
     recipe_run,
     training_steps,
+    weight_distance,
 )
 
 CALLS_PER_GROUP = 6  # paced at live's budget, N=4: 1 + 2 + 3(N-3)
@@ -307,7 +310,7 @@ def resumed_run(assets, fault_run):
     return summary, attempt, first_records, preempted_after, resumed_from
 
 
-def test_after_preemption_the_recipe_resumes_and_trains_no_step_twice(fault_run, resumed_run):
+def test_after_preemption_the_recipe_resumes_and_trains_no_step_twice(assets, fault_run, resumed_run):
     summary, attempt, first_records, preempted_after, resumed_from = resumed_run
     # A new attempt file; the preempted attempt's file is untouched; only the two steps after the checkpoint trained.
     assert attempt != fault_run["attempt"] and fault_run["attempt"].read_text() == first_records
@@ -327,6 +330,14 @@ def test_after_preemption_the_recipe_resumes_and_trains_no_step_twice(fault_run,
     moved = abs(first - trained)
     assert moved > 0.5, (first, trained)
     assert abs(resumed - first) > 0.5 * moved and abs(resumed - trained) < abs(resumed - first), (first, resumed)
+    # And by the weights: the resumed run's last checkpoint lies nearer the checkpoint it resumed from than the
+    # initial policy. A run that restarted from the initial weights would be two steps from those and all the first
+    # attempt's steps from the checkpoint.
+    run_dir = fault_run["run_dir"]
+    after, at_resume = checkpoint_weights(run_dir, resumed_from + 2), checkpoint_weights(run_dir, resumed_from)
+    from_checkpoint = weight_distance(after, at_resume)
+    from_initial = weight_distance(after, model_weights(assets["model"]))
+    assert 0 < from_checkpoint < from_initial, (from_checkpoint, from_initial)
     assert_validation_by_verifier_only(summary)
     assert (fault_run["run_dir"] / "checkpoints" / f"global_step_{resumed_from + 2}").is_dir()
     assert "arena_paced" in (fault_run["run_dir"] / "commands.log").read_text()
