@@ -154,7 +154,7 @@ _check_url() {  # name url: an http(s) address without control characters, backs
 # _check_urls NAME LIST: one address, or several (judge replicas) comma-separated: each one checked, none empty,
 # no replica twice. A replica is its chat-completions URL: host:port, host:port/ and host:port/v1 are one
 # (arena_verl/core/urls.py repeated_servers, which the judge's settings apply; this is its shell form, checked
-# against it by tests/integration/test_recipes.py).
+# against it by tests/unit/tools/test_recipe_url_rule.py).
 _check_urls() {
   local item key seen=,
   local -a items

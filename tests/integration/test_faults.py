@@ -339,8 +339,8 @@ def test_after_preemption_the_recipe_resumes_and_trains_no_step_twice(assets, fa
     from_initial = weight_distance(after, model_weights(assets["model"]))
     assert 0 < from_checkpoint < from_initial, (from_checkpoint, from_initial)
     assert_validation_by_verifier_only(summary)
-    assert (fault_run["run_dir"] / "checkpoints" / f"global_step_{resumed_from + 2}").is_dir()
-    assert "arena_paced" in (fault_run["run_dir"] / "commands.log").read_text()
+    assert (run_dir / "checkpoints" / f"global_step_{resumed_from + 2}").is_dir()
+    assert "arena_paced" in (run_dir / "commands.log").read_text()
 
 
 def test_evaluation_reads_the_v1_trainers_validation_dumps(assets, fault_run, resumed_run, tmp_path):

@@ -2,10 +2,12 @@
 computed once as a prefix, the second-shown trace and the template's tail in every call, the head once; with equal
 lengths and every trace shown first it is the issue's ``(N + C) x L`` plus the template."""
 
+import asyncio
 import importlib.util
 
 import pytest
 
+from arena_verl.core.tournament.runner import run_tournament
 from helpers import paths
 
 _spec = importlib.util.spec_from_file_location("judge_cost", paths.REPO / "scripts" / "bench" / "judge_cost.py")
@@ -14,13 +16,16 @@ _spec.loader.exec_module(judge_cost)
 
 
 def live_pairs(n):
-    """live's 3N - 6 calls at N >= 3 (arrival k against 0, (k-1)//2 and k-1, fewer when they coincide), each trace
-    shown first in about half of its calls."""
-    pairs = []
-    for k in range(1, n):
-        for opponent in sorted({0, (k - 1) // 2, k - 1}):
-            pairs.append((k, opponent) if len(pairs) % 2 else (opponent, k))
-    return pairs
+    """The pairs live's runner judges for a group of ``n`` (3N - 6), shown first in turn: the lower index in the
+    first call, the higher in the next, so that every trace is shown first in some call."""
+    judged = []
+
+    async def record(first, second):
+        judged.append(tuple(sorted((first, second))))
+        return 0.5
+
+    asyncio.run(run_tournament(n, record, "live"))
+    return [(low, high) if i % 2 == 0 else (high, low) for i, (low, high) in enumerate(judged)]
 
 
 def test_equal_lengths_meet_the_issues_formula_at_n8():
