@@ -159,6 +159,9 @@ class ArenaSettings:
     final_calls: int = TournamentOptions.final_calls  # paced: opponents of the last arrival, judged in one round
     pace: float = TournamentOptions.pace  # paced: how late the budget is spent while the group arrives (larger: later)
     completion_grace: float | None = None  # judge-call latencies a complete group waits for verdicts; None: all
+    # A routed group answered with fewer than this share of its planned verdicts gets its verifier rewards (a counted
+    # fallback, "thin"): one verdict of six must not become a group's full-size advantages. 0: off.
+    min_verdict_share: float = 0.5
     group_deadline_s: float = 900.0  # from a group's first sample; then verifier rewards (counted fallback)
     # From group completion; then verifier rewards (counted fallback). None: what the judge needs (one call with its
     # retries, judge_call_bound_s; and completion_grace x judge.timeout_s), at least 900 s.
@@ -244,6 +247,7 @@ def validate(settings: ArenaSettings) -> None:
     for key in ("group_deadline_s", "tournament_timeout_s", "verifier_timeout_s"):
         _in_range(key, getattr(settings, key), 0.0, _DAY_S, low_open=True)
     _in_range("diversity_tol", settings.diversity_tol, 0.0, 1.0)
+    _in_range("min_verdict_share", settings.min_verdict_share, 0.0, 1.0)
     if settings.allow_reward_scale_above_one:
         _in_range("reward_scale", settings.reward_scale, 0.0, 1e3, low_open=True)
     elif not 0 < settings.reward_scale < 1:
@@ -287,6 +291,7 @@ def referee_options(settings: ArenaSettings) -> RefereeOptions:
         tournament_timeout_s=settings.tournament_timeout_s,
         completion_grace=settings.completion_grace,
         reward_scale=settings.reward_scale,
+        min_verdict_share=settings.min_verdict_share,
         advantage_norm_by_std=settings.advantage_norm_by_std is not False,
         call_budget_s=settings.judge.call_budget_s,
         judge_slots=pool_share(settings.judge.max_concurrency, settings.num_referees),

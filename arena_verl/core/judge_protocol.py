@@ -4,10 +4,11 @@ the pure core so that the core never imports the judge package. The judges (:mod
 
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Trace", "Judge", "JudgeStats", "Reply"]
+__all__ = ["Trace", "Judge", "JudgeStats", "Reply", "CallRecord", "report_failed_attempt", "recording_call"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,35 @@ class JudgeStats:
     trace_tokens: int = 0  # each trace's tokens as shown, once per group (the bound's L; needs the judge's tokenizer)
     # Several replicas or engines: requests sent past their group's own one because it was out of the ring (failed).
     rerouted: int = 0
+
+
+@dataclass
+class CallRecord:
+    """What one judge call went through so far, written by the judge while the call runs and read by the tournament
+    when it cuts the call (the completion grace, a cancelled group): a call cut after a failed attempt (it was
+    waiting to retry) is a failure, one cut while the judge was still working on it without a failure is a dropped
+    straggler. A dead judge is then never mistaken for a slow one."""
+
+    failed_attempts: int = 0  # attempts that raised, timed out, or gave no readable verdict
+
+
+# The record of the call in progress: set by the tournament in the task that runs one call (the task's own context,
+# inherited by the tasks it starts), written by the judge. It flows up from judge to core and carries nothing to the
+# judge: the judge's inputs (the group among them) are its arguments.
+_CALL_RECORD: contextvars.ContextVar[CallRecord | None] = contextvars.ContextVar("arena_judge_call", default=None)
+
+
+def recording_call(record: CallRecord) -> None:
+    """Make ``record`` the record of the judge call the current task runs (call it first thing in that task)."""
+    _CALL_RECORD.set(record)
+
+
+def report_failed_attempt() -> None:
+    """A judge says that an attempt of the call in progress failed (a connection refused or reset, an HTTP error, a
+    timeout, an unreadable answer), whether it will retry or not. Outside a tournament's call: nothing to record."""
+    record = _CALL_RECORD.get()
+    if record is not None:
+        record.failed_attempts += 1
 
 
 class Reply(str):

@@ -30,6 +30,7 @@ __all__ = [
     "FALLBACK_REFEREE_LOST",
     "FALLBACK_OVERFLOW",
     "FALLBACK_LATE",
+    "FALLBACK_THIN",
     "DIVERSITY_TOL",
 ]
 
@@ -69,8 +70,10 @@ FALLBACK_REASONS = {
     3: "referee_lost",  # the referee actor died or could not be reached (set by the reward manager)
     4: "overflow",  # more samples than the group size
     5: "late",  # arrived after its group was answered
+    6: "thin",  # its tournament got fewer than reward.arena.min_verdict_share of its planned verdicts
 }
 FALLBACK_DEADLINE, FALLBACK_JUDGE_ERROR, FALLBACK_REFEREE_LOST, FALLBACK_OVERFLOW, FALLBACK_LATE = 1, 2, 3, 4, 5
+FALLBACK_THIN = 6
 
 # Verifier rewards closer than this count as equal (reward.arena.diversity_tol's default, and the tolerance every
 # offline tool uses to call a group non-diverse).

@@ -55,6 +55,7 @@ class RefereeOptions:
     tournament_timeout_s: float = 900.0
     completion_grace: float | None = None
     reward_scale: float = 1.0
+    min_verdict_share: float = 0.5  # a routed group with fewer of its planned verdicts gets its verifier rewards
     advantage_norm_by_std: bool = True  # how the step's advantage figures are computed (verl's norm_adv_by_std)
     call_budget_s: float = 600.0  # the longest one judge call may take (judge.call_budget_s)
     judge_slots: int = 64  # this referee's share of the judge's concurrency (judge.max_concurrency / num_referees)

@@ -142,13 +142,21 @@ def degraded_step_warning(step: Any, metrics: dict[str, float]) -> str | None:
     parts = []
     if fell_back:
         share = f" ({fell_back / samples:.0%})" if samples else ""
-        reasons = ", ".join(f"{name} {count:g}" for name, count in fallbacks.items() if count)
-        parts.append(f"{fell_back:g} of {samples:g} samples{share} fell back (no judge answer): {reasons}")
+        reasons = ", ".join(_reason(name, count, metrics) for name, count in fallbacks.items() if count)
+        parts.append(f"{fell_back:g} of {samples:g} samples{share} fell back to their verifier reward: {reasons}")
     if failed:
         parts.append(f"{failed:g} of {calls:g} judge calls gave no verdict")
     if restarts:
         parts.append(f"{restarts:g} referee restart(s): counters of the lost referee since the last step are lost")
     return f"arena step {step}: " + "; ".join(parts)
+
+
+def _reason(name: str, count: float, metrics: dict[str, float]) -> str:
+    """One fallback reason of the warning line; a thin group's says what share of its planned verdicts it got."""
+    verdict_share = metrics.get("arena/thin_verdict_share")
+    if name == "thin" and verdict_share is not None:
+        return f"thin {count:g} (their groups got {verdict_share:.0%} of their planned judge verdicts)"
+    return f"{name} {count:g}"
 
 
 def _uses_arena(config: Any) -> bool:

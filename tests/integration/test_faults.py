@@ -67,7 +67,7 @@ JUDGE_OVERRIDES = (
 STEP_BOUND_S = CALLS_PER_GROUP * JUDGE.call_budget_s
 PLANNED_STEPS = 40  # more than the faults need: the run ends by preemption
 RECOVERY_STEPS = 2  # a clean step within this many steps of the judge (or the referee) answering again
-FALLBACK_NAMES = ("deadline", "judge_error", "referee_lost", "overflow", "late")
+FALLBACK_NAMES = ("deadline", "judge_error", "referee_lost", "overflow", "late", "thin")
 
 
 def clean(step: dict) -> bool:
@@ -265,7 +265,9 @@ def test_a_slow_judge_falls_back_within_its_bound_and_is_used_again(fault_run):
     for number in fell_back:
         assert steps[number]["arena/samples_routed"] == 0
         (warning,) = warnings_of_step(fault_run["log"], number)
-        assert f"{BATCH * N:g} of {BATCH * N:g} samples (100%) fell back (no judge answer): judge_error" in warning
+        assert (
+            f"{BATCH * N:g} of {BATCH * N:g} samples (100%) fell back to their verifier reward: judge_error" in warning
+        )
     healthy = max(m["timing_s/step"] for m in steps.values() if clean(m))
     for number, step in slow.items():
         assert step["timing_s/step"] <= healthy + STEP_BOUND_S, (number, step["timing_s/step"], healthy)

@@ -7,11 +7,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from arena_verl.core.names import FALLBACK_JUDGE_ERROR, ROUTE_POINTWISE, ROUTE_TOURNAMENT, ROUTE_VERIFIER
+from arena_verl.core.names import (
+    FALLBACK_JUDGE_ERROR,
+    FALLBACK_THIN,
+    ROUTE_POINTWISE,
+    ROUTE_TOURNAMENT,
+    ROUTE_VERIFIER,
+)
 from arena_verl.core.referee.groups import Verdict
 from arena_verl.core.routing import pointwise_reward
 
-__all__ = ["NEUTRAL_SCORE", "verifier_verdicts", "tournament_verdicts", "pointwise_verdicts"]
+__all__ = ["NEUTRAL_SCORE", "verifier_verdicts", "tournament_verdicts", "pointwise_verdicts", "is_thin"]
 
 NEUTRAL_SCORE = 0.5  # what a failed pointwise score counts as
 
@@ -20,38 +26,69 @@ def verifier_verdicts(
     verifier_rewards: Sequence[float],
     *,
     judge_calls: int = 0,
+    judge_failures: int = 0,
     fallback: int = 0,
     route: int = ROUTE_VERIFIER,
     uniform: bool = False,
 ) -> list[Verdict]:
     """Every member gets its verifier reward: the verifier route, or a fallback (``fallback`` names its reason).
-    ``judge_calls`` made before are still charged to the group."""
+    ``judge_calls`` made before, and the ``judge_failures`` among them, are still charged to the group."""
     return [
-        Verdict(reward=r, route=route, uniform=uniform, judge_calls=judge_calls, fallback=fallback)
+        Verdict(
+            reward=r,
+            route=route,
+            uniform=uniform,
+            judge_calls=judge_calls,
+            judge_failures=judge_failures,
+            fallback=fallback,
+        )
         for r in verifier_rewards
     ]
 
 
-def tournament_verdicts(result, rewards: np.ndarray, uniform: bool) -> list[Verdict]:
+def is_thin(answered: int, planned: int, min_share: float) -> bool:
+    """Whether a tournament answered with ``answered`` of its ``planned`` verdicts has too few to train on: fewer
+    than ``min_share`` of them (0: never). Its fitted strengths would rest on one or two verdicts, yet GRPO's std
+    normalisation would turn them into advantages as large as a verifier's real contrast."""
+    return answered < min_share * planned
+
+
+def tournament_verdicts(
+    result,
+    rewards: np.ndarray,
+    uniform: bool,
+    verifier_rewards: Sequence[float],
+    planned: int,
+    min_share: float,
+) -> list[Verdict]:
     """A finished tournament's verdicts: each member's reward (``rewards``, from the fitted strengths), strength and
-    win rate (-1 for a member that played no match). Routed when at least one verdict went into the fit."""
+    win rate (-1 for a member that played no match). Routed when enough verdicts went into the fit; otherwise every
+    member gets its verifier reward (of ``verifier_rewards``) as a fallback:
+
+    - ``judge_error``: no verdict at all (every call failed, or was cut at the completion grace: a judge that is
+      gone, or far slower than it was);
+    - ``thin``: some verdicts, fewer than ``min_share`` of the ``planned`` calls (:func:`is_thin`)."""
     win_rate = result.win_rate
-    # Every call failed or was cancelled at the completion grace (a judge that is gone, or far slower than it was):
-    # no verdict reached the fit, the rewards are the verifier's, and the group is a judge_error fallback.
-    judged_nothing = result.judge_calls > 0 and result.failed_calls + result.dropped_calls >= result.judge_calls
+    judged_nothing = result.judge_calls > 0 and result.answered_calls <= 0
+    fallback = 0
+    if judged_nothing:
+        fallback = FALLBACK_JUDGE_ERROR
+    elif is_thin(result.answered_calls, planned, min_share):
+        fallback = FALLBACK_THIN
+    given = [float(r) for r in (verifier_rewards if fallback else rewards)]
     return [
         Verdict(
-            reward=float(rewards[i]),
+            reward=given[i],
             route=ROUTE_TOURNAMENT,
             uniform=uniform,
             strength=float(result.strengths[i]),
             win_rate=float(win_rate[i]) if result.games[i] else -1.0,
             judge_calls=result.judge_calls,
             judge_failures=result.failed_calls,
-            routed=not judged_nothing,
-            fallback=FALLBACK_JUDGE_ERROR if judged_nothing else 0,
+            routed=not fallback,
+            fallback=fallback,
         )
-        for i in range(len(rewards))
+        for i in range(len(given))
     ]
 
 

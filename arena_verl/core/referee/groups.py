@@ -77,6 +77,7 @@ class Group:
         self.received = 0
         self.tournament: Tournament | None = None
         self.speculative_calls = 0
+        self.speculative_failures = 0  # of those, calls without a verdict after a failed attempt
         self.position: dict[str, float] = {}  # position_figures() of its tournament's verdicts
         self.order_effect: float | None = None  # its fitted first-position bonus (order_effect: true)
         self.complete = False

@@ -53,6 +53,9 @@ COUNTERS = (
     "judge_cached_tokens",  # ... of them served from the engine's prefix cache
     "judge_trace_tokens",  # the judged traces' tokens as shown, once per group (the cost bound's N x L)
     "judge_calls_rerouted",  # requests sent past their group's replica or engine, which was out of the ring
+    # Thin groups (fallback_thin): the verdicts they got and the verdicts their tournaments planned.
+    "thin_verdicts",
+    "thin_planned",
     "shed_speculation",  # idle-time speculative work held back: the judge pool had a full pool's worth queued
     "shed_budget",  # a complete group's remaining budget given up: the judge pool was far behind
     *(f"fallback_{name}" for code, name in FALLBACK_REASONS.items() if code),
@@ -209,6 +212,8 @@ def derive_metrics(counts: dict[str, float]) -> dict[str, float]:
     for suffix in ("", "_rlvr"):
         out[f"arena/nonzero_advantage_share{suffix}"] = share(f"nonzero_advantage{suffix}", samples)
         out[f"arena/mean_abs_advantage{suffix}"] = share(f"abs_advantage_sum{suffix}", samples)
+    if counts.get("thin_planned", 0):  # left out in a step without a thin group
+        out["arena/thin_verdict_share"] = share("thin_verdicts", counts["thin_planned"])
     if counts.get("verdicts_decided", 0):
         out["arena/first_position_win_share"] = share("verdicts_first_won", counts["verdicts_decided"])
     if counts.get("order_pairs", 0):

@@ -6,8 +6,10 @@ the verdicts (:mod:`.answers`) and the counters (:mod:`.metrics`).
 
 Guarantees: every submitted sample gets an answer. A group that never completes is answered at its deadline with
 verifier rewards; a tournament that fails or runs past its timeout gives verifier rewards; both are counted as
-fallbacks. Samples beyond the group size, and samples that arrive after their group was answered, get their verifier
-reward (counted); a sample submitted twice gets the same answer twice.
+fallbacks, and so does a tournament answered with fewer than ``min_verdict_share`` of its planned verdicts (a
+"thin" group: one verdict must not become a group's full-size advantages). Samples beyond the group size, and
+samples that arrive after their group was answered, get their verifier reward (counted); a sample submitted twice
+gets the same answer twice.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from arena_verl.core.names import (
     FALLBACK_JUDGE_ERROR,
     FALLBACK_LATE,
     FALLBACK_OVERFLOW,
+    FALLBACK_THIN,
     ROUTE_POINTWISE,
     ROUTE_TOURNAMENT,
 )
@@ -53,7 +56,7 @@ from arena_verl.core.referee.metrics import (
 )
 from arena_verl.core.referee.speculation import Speculation, speculation_step
 from arena_verl.core.routing import is_uniform, route_of, tournament_rewards
-from arena_verl.core.tournament import Tournament, contained, valid_outcome
+from arena_verl.core.tournament import Tournament, contained, count_planned_calls, valid_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +75,7 @@ class Referee:
         self._book = GroupBook(options.group_size)
         self._tasks: set[asyncio.Task] = set()
         self._counters = StepCounters()
+        self._planned: dict[int, int] = {}  # judge calls a tournament of N traces plans, by N (the runner's count)
         # Wall-clock times (time.time(), comparable across referee shards) behind arena/tail_after_last_sample_s.
         self._last_arrival_at = 0.0
         self._last_routed_answer_at = 0.0
@@ -161,13 +165,15 @@ class Referee:
         while group.tournament.arrived < len(group.members):
             group.tournament.add()
 
-    def _stop_judging(self, group: Group) -> int:
-        """Cancel the group's tournament, if any; returns the judge calls it made (charged to the group)."""
+    def _stop_judging(self, group: Group) -> tuple[int, int]:
+        """Cancel the group's tournament, if any; returns the judge calls it made and the failures among them
+        (charged to the group)."""
         if group.tournament is not None:
             group.tournament.cancel()
             group.speculative_calls = group.tournament.judge_calls
+            group.speculative_failures = group.tournament.failures
             group.tournament = None
-        return group.speculative_calls
+        return group.speculative_calls, group.speculative_failures
 
     # -- the judge pool -------------------------------------------------------------------------------------------
 
@@ -227,12 +233,18 @@ class Referee:
             elif route == ROUTE_POINTWISE:
                 verdicts = await asyncio.wait_for(self._pointwise(group, uniform), s.tournament_timeout_s)
             else:
-                verdicts = verifier_verdicts(rewards, judge_calls=self._stop_judging(group), uniform=uniform)
+                calls, failures = self._stop_judging(group)
+                verdicts = verifier_verdicts(rewards, judge_calls=calls, judge_failures=failures, uniform=uniform)
         except Exception as exc:  # noqa: BLE001  (a failed judge never fails the step: verifier rewards instead)
             logger.warning("group %s: judging failed (%r); verifier rewards used", group.uid, exc)
-            calls = self._stop_judging(group)
+            calls, failures = self._stop_judging(group)
             verdicts = verifier_verdicts(
-                rewards, judge_calls=calls, fallback=FALLBACK_JUDGE_ERROR, route=route, uniform=uniform
+                rewards,
+                judge_calls=calls,
+                judge_failures=failures,
+                fallback=FALLBACK_JUDGE_ERROR,
+                route=route,
+                uniform=uniform,
             )
         self._deliver(group, verdicts, uniform)
 
@@ -246,10 +258,22 @@ class Referee:
         self._count(group.step, "judge_calls_dropped", result.dropped_calls)
         rewards = tournament_rewards(self.options.mode, result.strengths, group.rewards(), self.options.reward_scale)
         group.position = position_figures(result.comparisons)
-        answered = result.judge_calls - result.failed_calls - result.dropped_calls  # calls with a verdict
-        if self.options.tournament.order_effect and answered > 0:
+        if self.options.tournament.order_effect and result.answered_calls > 0:
             group.order_effect = float(result.order_effect)
-        return tournament_verdicts(result, rewards, uniform)
+        planned = await self._planned_calls(group.size)
+        verdicts = tournament_verdicts(
+            result, rewards, uniform, group.rewards(), planned, self.options.min_verdict_share
+        )
+        if verdicts and verdicts[0].fallback == FALLBACK_THIN:
+            self._count(group.step, "thin_verdicts", result.answered_calls)
+            self._count(group.step, "thin_planned", planned)
+        return verdicts
+
+    async def _planned_calls(self, size: int) -> int:
+        """The judge calls a group of ``size`` traces plans under this referee's schedule (computed once per size)."""
+        if size not in self._planned:
+            self._planned[size] = await count_planned_calls(size, **self.options.tournament.tournament_kwargs())
+        return self._planned[size]
 
     async def _pointwise(self, group: Group, uniform: bool) -> list[Verdict]:
         async def score(member: Submission) -> float | None:
@@ -271,9 +295,9 @@ class Referee:
             len(group.members),
             group.size,
         )
-        calls = self._stop_judging(group)
+        calls, failures = self._stop_judging(group)
         rewards = group.rewards()
-        verdicts = verifier_verdicts(rewards, judge_calls=calls, fallback=FALLBACK_DEADLINE)
+        verdicts = verifier_verdicts(rewards, judge_calls=calls, judge_failures=failures, fallback=FALLBACK_DEADLINE)
         self._deliver(group, verdicts, is_uniform(rewards, self.options.diversity_tol))
 
     def _deliver(self, group: Group, verdicts: list[Verdict], uniform: bool) -> None:

@@ -18,13 +18,21 @@ from typing import Any
 
 import numpy as np
 
+from arena_verl.core.judge_protocol import CallRecord, recording_call
 from arena_verl.core.names import FAILURE_POLICIES
 from arena_verl.core.options import DEFAULT_FINAL_CALLS, DEFAULT_L2, DEFAULT_PACE
 from arena_verl.core.tournament.bradley_terry import fit_bradley_terry
 from arena_verl.core.tournament.order import mirror, present
 from arena_verl.core.tournament.schedulers import make_scheduler
 
-__all__ = ["TournamentResult", "Tournament", "run_tournament", "planned_calls", "FAILURE_POLICIES"]
+__all__ = [
+    "TournamentResult",
+    "Tournament",
+    "run_tournament",
+    "planned_calls",
+    "count_planned_calls",
+    "FAILURE_POLICIES",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +52,8 @@ class TournamentResult:
     judge_calls : int
         Judge calls made, failed ones included.
     failed_calls : int
-        Calls that raised or returned no valid verdict.
+        Calls without a verdict after at least one failed attempt: those that raised or returned no valid verdict,
+        and those cut (at the deadline, or by a cancellation) while waiting to retry after a failed attempt.
     order_effect : float
         Fitted first-position bonus (0.0 unless ``order_effect`` was on).
     rounds_after_last_arrival : int
@@ -54,7 +63,8 @@ class TournamentResult:
         Per-trace wins (an outcome ``o`` adds ``o`` to the first trace and ``1 - o`` to the second: a tie counts
         half) and games over ``comparisons``.
     dropped_calls : int
-        Calls still in flight at :meth:`Tournament.finish`'s deadline: cancelled, not in the fit, not failures.
+        Calls still in flight at :meth:`Tournament.finish`'s deadline with no failed attempt (the judge was still
+        working on them): cancelled, not in the fit, not failures.
     skipped_idle_rounds : int
         Times the tournament's ``idle_gate`` held back the work a scheduler wanted while the judge was idle.
     """
@@ -69,6 +79,11 @@ class TournamentResult:
     games: np.ndarray = field(default_factory=lambda: np.zeros(0))
     dropped_calls: int = 0
     skipped_idle_rounds: int = 0
+
+    @property
+    def answered_calls(self) -> int:
+        """Calls that returned a verdict (the fit's evidence; failed calls counted as ties are not among them)."""
+        return self.judge_calls - self.failed_calls - self.dropped_calls
 
     @property
     def win_rate(self) -> np.ndarray:
@@ -119,6 +134,11 @@ async def run_tournament(
 
 
 def planned_calls(num_items: int, strategy: str = "live", budget: int | None = None, **options: Any) -> int:
+    """:func:`count_planned_calls` outside an event loop."""
+    return asyncio.run(count_planned_calls(num_items, strategy, budget, **options))
+
+
+async def count_planned_calls(num_items: int, strategy: str = "live", budget: int | None = None, **options) -> int:
     """Judge calls one group of ``num_items`` traces costs under this schedule (``options`` as for
     :func:`run_tournament`), with no failed call and no load shedding: the tournament itself, run with a judge that
     calls every pair a tie, so that the figure is the runner's by construction (the count does not depend on the
@@ -128,10 +148,7 @@ def planned_calls(num_items: int, strategy: str = "live", budget: int | None = N
     async def tie(first: int, second: int) -> float:
         return 0.5
 
-    async def count() -> int:
-        return (await run_tournament(num_items, tie, strategy, budget, **options)).judge_calls
-
-    return asyncio.run(count())
+    return (await run_tournament(num_items, tie, strategy, budget, **options)).judge_calls
 
 
 class Tournament:
@@ -203,7 +220,8 @@ class Tournament:
         self._l2, self._order_effect = l2, order_effect
         self._verdicts: list[tuple[int, int, int, float | None]] = []  # (call number, first, second, outcome)
         self._closed = False  # cancelled, or past its deadline without a verdict: no new calls
-        self._inflight: set[asyncio.Task] = set()
+        self._inflight: dict[asyncio.Task, CallRecord] = {}  # each call in flight and what it went through
+        self.cut_failures = 0  # calls cut while waiting to retry after a failed attempt: failures, not drops
         self._error: BaseException | None = None
         self.arrived = 0
         self.admitted = 0  # arrivals handed to the scheduler (fewer than ``arrived`` while held for verdicts)
@@ -282,14 +300,31 @@ class Tournament:
         return any(outcome is not None for *_, outcome in self._verdicts)
 
     def _drop_inflight(self) -> None:
-        for task in list(self._inflight):
-            self.dropped_calls += 1
-            task.cancel()
+        self.dropped_calls += self._cut_inflight()
 
     def cancel(self) -> None:
         self._closed = True  # a call that ended just before must not dispatch follow-ups from its done callback
-        for task in list(self._inflight):
+        self._cut_inflight()
+
+    def _cut_inflight(self) -> int:
+        """Cancel every call in flight; a call that had a failed attempt is a failure (``cut_failures``). Returns
+        the others: stragglers the judge was still working on."""
+        stragglers = 0
+        for task, record in list(self._inflight.items()):
+            if task.done():  # its verdict is recorded; only its done callback has not run yet
+                continue
+            if record.failed_attempts:
+                self.cut_failures += 1
+            else:
+                stragglers += 1
             task.cancel()
+        self._inflight.clear()
+        return stragglers
+
+    @property
+    def failures(self) -> int:
+        """Calls so far that ended without a verdict after a failed attempt (see :class:`TournamentResult`)."""
+        return self.cut_failures + sum(outcome is None for *_, outcome in self._verdicts)
 
     def result(self) -> TournamentResult:
         """Fit the verdicts received so far."""
@@ -307,7 +342,7 @@ class Tournament:
             comparisons=tally.comparisons,
             strengths=strengths,
             judge_calls=self.judge_calls,
-            failed_calls=tally.failed_calls,
+            failed_calls=tally.failed_calls + self.cut_failures,
             order_effect=bias,
             rounds_after_last_arrival=self._rounds_after_last,
             wins=tally.wins,
@@ -332,11 +367,13 @@ class Tournament:
         for first, second in shown:
             number = self.judge_calls
             self.judge_calls += 1
-            task = asyncio.ensure_future(self._judge_one(number, first, second))
-            self._inflight.add(task)
+            record = CallRecord()
+            task = asyncio.ensure_future(self._judge_one(number, first, second, record))
+            self._inflight[task] = record
             task.add_done_callback(self._on_done)
 
-    async def _judge_one(self, number: int, first: int, second: int) -> None:
+    async def _judge_one(self, number: int, first: int, second: int, record: CallRecord) -> None:
+        recording_call(record)  # this task's context: the judge reports its failed attempts into the record
         outcome = await _call(self._judge, first, second, self._limiter)
         self._verdicts.append((number, first, second, outcome))
         self.scheduler.on_verdict(first, second, self._counted(outcome))
@@ -348,7 +385,7 @@ class Tournament:
         return outcome
 
     def _on_done(self, task: asyncio.Task) -> None:
-        self._inflight.discard(task)
+        self._inflight.pop(task, None)
         if task.cancelled() or self._closed:
             return
         if task.exception() is not None and self._error is None:

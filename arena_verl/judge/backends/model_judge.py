@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from arena_verl.core.counts import is_count
-from arena_verl.core.judge_protocol import JudgeStats, Trace
+from arena_verl.core.judge_protocol import JudgeStats, Trace, report_failed_attempt
 from arena_verl.judge.prompting.hygiene import new_delimiter
 from arena_verl.judge.prompting.messages import build_pairwise_messages, build_pointwise_messages
 from arena_verl.judge.prompting.templates import check_judge_templates, load_template
@@ -224,6 +224,7 @@ class ModelJudge:
             if parsed is not None:
                 return parsed
             self.stats.parse_failures += 1
+            report_failed_attempt()
         self.stats.failures += 1
         return None
 
@@ -260,6 +261,7 @@ class ModelJudge:
                     self.stats.low_mass += 1
                 return reading.outcome
             self.stats.parse_failures += 1
+            report_failed_attempt()
         self.stats.failures += 1
         return None
 
@@ -278,11 +280,13 @@ class ModelJudge:
                 raise
             except PermanentJudgeError as exc:
                 self.stats.errors += 1
+                report_failed_attempt()
                 logger.warning("%s judge: %s (not retried)", self.name, exc)
                 self._after_failed_attempt(exc)  # another server may answer at the old address now
                 return None
             except Exception as exc:  # noqa: BLE001  (transient: timeout, connection, dead engine)
                 self.stats.errors += 1
+                report_failed_attempt()  # a call cut while it waits to retry is a failure, not a straggler
                 self._after_failed_attempt(exc)
                 if attempt == s.retries:
                     logger.warning("%s judge: giving up after %d attempts: %r", self.name, attempt + 1, exc)

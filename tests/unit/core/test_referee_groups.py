@@ -2,16 +2,28 @@
 future), and the package's old import paths."""
 
 import math
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from arena_verl.core.judge_protocol import Trace
-from arena_verl.core.names import FALLBACK_DEADLINE, FALLBACK_JUDGE_ERROR, ROUTE_POINTWISE, ROUTE_VERIFIER
+from arena_verl.core.names import (
+    FALLBACK_DEADLINE,
+    FALLBACK_JUDGE_ERROR,
+    FALLBACK_THIN,
+    ROUTE_POINTWISE,
+    ROUTE_VERIFIER,
+)
 from arena_verl.core.referee import groups
-from arena_verl.core.referee.answers import NEUTRAL_SCORE, pointwise_verdicts, tournament_verdicts, verifier_verdicts
+from arena_verl.core.referee.answers import (
+    NEUTRAL_SCORE,
+    is_thin,
+    pointwise_verdicts,
+    tournament_verdicts,
+    verifier_verdicts,
+)
 from arena_verl.core.referee.groups import Arrival, Group, GroupBook, Submission, group_key, normalised, stable_seed
+from arena_verl.core.tournament.runner import TournamentResult
 
 
 def sub(key, reward=1.0, uid="g", content=None):
@@ -95,19 +107,52 @@ def test_pointwise_verdicts_score_a_failed_call_as_neutral():
 
 
 def test_tournament_verdicts_mark_members_without_games_and_all_failed_fits():
-    result = SimpleNamespace(
+    result = TournamentResult(
+        comparisons=[(0, 1, 1.0)],
         strengths=np.array([0.5, -0.5, 0.0]),
-        win_rate=np.array([1.0, 0.0, 0.0]),
+        wins=np.array([1.0, 0.0, 0.0]),
         games=np.array([1, 1, 0]),
         judge_calls=2,
         failed_calls=1,
         dropped_calls=0,
     )
-    verdicts = tournament_verdicts(result, np.array([1.1, 0.9, 1.0]), uniform=True)
+    verifier = [1.0, 1.0, 1.0]
+    verdicts = tournament_verdicts(result, np.array([1.1, 0.9, 1.0]), True, verifier, planned=2, min_share=0.5)
     assert [v.win_rate for v in verdicts] == [1.0, 0.0, -1.0]
     assert [v.strength for v in verdicts] == [0.5, -0.5, 0.0] and all(v.routed for v in verdicts)
+    assert [v.reward for v in verdicts] == [1.1, 0.9, 1.0]
     result.failed_calls = 2
-    assert not any(v.routed for v in tournament_verdicts(result, np.array([1.0, 1.0, 1.0]), uniform=True))
+    failed = tournament_verdicts(result, np.array([1.0, 1.0, 1.0]), True, verifier, planned=2, min_share=0.5)
+    assert not any(v.routed for v in failed) and {v.fallback for v in failed} == {FALLBACK_JUDGE_ERROR}
+
+
+@pytest.mark.parametrize(
+    "answered, planned, min_share, thin",
+    [(1, 6, 0.5, True), (2, 6, 0.5, True), (3, 6, 0.5, False), (6, 6, 1.0, False), (5, 6, 1.0, True),
+     (1, 18, 0.0, False), (0, 0, 0.5, False)],
+)  # fmt: skip
+def test_a_group_with_fewer_than_its_share_of_planned_verdicts_is_thin(answered, planned, min_share, thin):
+    assert is_thin(answered, planned, min_share) is thin
+
+
+def test_a_thin_tournament_gives_its_verifier_rewards_as_a_counted_fallback():
+    # One verdict of six planned (a judge that died after its first answer): the fit would still spread the
+    # strengths, and GRPO would blow that spread up to full-size advantages.
+    result = TournamentResult(
+        comparisons=[(0, 1, 1.0)],
+        strengths=np.array([0.3, -0.3, 0.0, 0.0]),
+        wins=np.array([1.0, 0.0, 0.0, 0.0]),
+        games=np.array([1, 1, 0, 0]),
+        judge_calls=6,
+        failed_calls=5,
+    )
+    verifier = [0.0, 0.0, 0.0, 0.0]
+    verdicts = tournament_verdicts(result, np.array([0.1, -0.1, 0.0, 0.0]), True, verifier, planned=6, min_share=0.5)
+    assert [v.reward for v in verdicts] == verifier
+    assert {v.fallback for v in verdicts} == {FALLBACK_THIN} and not any(v.routed for v in verdicts)
+    assert all(v.judge_failures == 5 and v.judge_calls == 6 for v in verdicts)
+    kept = tournament_verdicts(result, np.array([0.1, -0.1, 0.0, 0.0]), True, verifier, planned=6, min_share=0.0)
+    assert all(v.routed and not v.fallback for v in kept) and kept[0].reward == 0.1
 
 
 def test_the_old_import_paths_still_work():

@@ -159,7 +159,7 @@ def test_a_degraded_step_says_what_fell_back_and_its_share():
         "arena/referee_restarts": 1.0,
     }
     line = tracking.degraded_step_warning(5, metrics)
-    assert line.startswith("arena step 5: 6 of 8 samples (75%) fell back (no judge answer)")
+    assert line.startswith("arena step 5: 6 of 8 samples (75%) fell back to their verifier reward")
     assert "deadline 2" in line and "judge_error 4" in line and "referee_lost" not in line
     assert "7 of 12 judge calls gave no verdict" in line and "1 referee restart" in line
 
