@@ -87,6 +87,13 @@ class JudgeProcess:
     def calls(self) -> int:
         return len(self.answers())
 
+    def deaths(self) -> list[dict]:
+        """Each time the server exited under ``die_after_calls``: ``{"t": time.time(), "answers": answers in all}``."""
+        path = self.calls_log.with_name(self.calls_log.name + ".deaths")
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
     def in_flight(self) -> int:
         """Requests received and not answered (yet): a group is waiting for them at its referee."""
         started = self.calls_log.with_name(self.calls_log.name + ".started")
@@ -203,6 +210,12 @@ class FaultPlan:
                 time.sleep(self.poll_s)
         except BaseException as exc:  # noqa: BLE001  (reported by the test, not lost in the thread)
             self.error = exc
+
+    def step_running_at(self, t: float) -> int | None:
+        """The training step whose rollout was running at time ``t`` (the trainer is synchronous: a judge request
+        belongs to the first step logged after it). ``seen_at`` lags a step's log by at most a poll, far less than
+        the rollout that precedes the next step's first judge request. None when no step was logged after ``t``."""
+        return min((step for step, seen in self.seen_at.items() if seen > t), default=None)
 
     def fault(self, name: str) -> Fault:
         return self._by_name[name]

@@ -83,7 +83,7 @@ class LoopbackJudge:
                 label = self._rng.choice("AB")
         if self.calls_log:
             with self._lock, open(self.calls_log, "a") as log:
-                log.write(json.dumps({"label": label, "coin": set(attempts) != {"A", "B"}}) + "\n")
+                log.write(json.dumps({"label": label, "coin": set(attempts) != {"A", "B"}, "t": time.time()}) + "\n")
         content = f"Both traces reach the same answer; {label} argues it more carefully.\n[[{label}]]"
         return {
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}]
@@ -134,6 +134,9 @@ class LoopbackJudge:
                 control = judge._control()
                 die_after = control.get("die_after_calls")
                 if die_after is not None and judge._answered() >= die_after:
+                    if judge.calls_log:  # when it died and after how many answers: what a test may assert from
+                        with open(judge.calls_log + ".deaths", "a") as deaths:
+                            deaths.write(json.dumps({"t": time.time(), "answers": judge._answered()}) + "\n")
                     os._exit(137)  # as a killed server: no answer, every connection reset
                 delay = float(control.get("delay_s") or 0.0)
                 if delay:

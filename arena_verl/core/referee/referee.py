@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 
 from arena_verl.core.counts import is_count
@@ -254,13 +255,15 @@ class Referee:
         while group.tournament.arrived < group.size:
             group.tournament.add()
         deadline = completion_deadline(self.options.completion_grace, self._latency.seconds)
-        result = await group.tournament.finish(deadline_s=deadline)
+        planned = await self._planned_calls(group.size)
+        # The grace never cuts a group below what the thin rule needs while calls in flight could still give it.
+        enough = max(1, math.ceil(self.options.min_verdict_share * planned))
+        result = await group.tournament.finish(deadline_s=deadline, min_verdicts=enough)
         self._count(group.step, "judge_calls_dropped", result.dropped_calls)
         rewards = tournament_rewards(self.options.mode, result.strengths, group.rewards(), self.options.reward_scale)
         group.position = position_figures(result.comparisons)
         if self.options.tournament.order_effect and result.answered_calls > 0:
             group.order_effect = float(result.order_effect)
-        planned = await self._planned_calls(group.size)
         verdicts = tournament_verdicts(
             result, rewards, uniform, group.rewards(), planned, self.options.min_verdict_share
         )

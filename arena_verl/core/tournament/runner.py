@@ -38,6 +38,8 @@ logger = logging.getLogger(__name__)
 
 Judge = Callable[[int, int], Awaitable["float | None"]]
 
+_WAIT_POLL_S = 0.1  # how often a tournament past its deadline looks again at what its calls in flight went through
+
 
 @dataclass
 class TournamentResult:
@@ -257,37 +259,43 @@ class Tournament:
         """Wait until no judge call is in flight (follow-up calls included)."""
         await self._settle_until(None)
 
-    async def finish(self, deadline_s: float | None = None) -> TournamentResult:
+    async def finish(self, deadline_s: float | None = None, min_verdicts: int = 1) -> TournamentResult:
         """The group is complete: judge what the scheduler still asks for, then fit.
 
         ``deadline_s``: answer at most this long from now with the verdicts in hand; calls still in flight then are
-        cancelled and counted in ``dropped_calls`` (None: wait for every call). A tournament without any verdict at
-        its deadline waits on until one arrives (or its calls end): cutting it there would throw the whole group's
-        judging away, and a judge that is merely slower than its latency estimate would never be used again."""
+        cancelled (None: wait for every call). A tournament with fewer than ``min_verdicts`` verdicts at its deadline
+        waits on, making no new calls, until it has them or cannot get them from the calls in flight (each is bounded
+        by the judge's call budget): cutting it there would leave too few verdicts to train on (the referee's thin
+        rule would throw the group's judging away), and a judge that is merely slower than its latency estimate
+        would never be used again."""
         if self.arrived != self.num_items:
             raise ValueError(f"finish() after {self.arrived} of {self.num_items} arrivals")
         until = None if deadline_s is None else asyncio.get_running_loop().time() + max(0.0, deadline_s)
         # Arrivals held for verdicts are admitted as those verdicts come in (held ones imply calls in flight).
-        if await self._settle_until(until):
+        if await self._settle_until(until, min_verdicts):
             self.scheduler.on_complete()
             if not self._inflight:
                 self._dispatch_idle()
-            await self._settle_until(until)
+            await self._settle_until(until, min_verdicts)
         self._drop_inflight()
         return self.result()
 
-    async def _settle_until(self, until: float | None) -> bool:
+    async def _settle_until(self, until: float | None, min_verdicts: int = 1) -> bool:
         """``settle()`` with a deadline (loop time); False when calls are still in flight at the deadline."""
         loop = asyncio.get_running_loop()
         while self._inflight:
             timeout = None if until is None else until - loop.time()
             if timeout is not None and timeout <= 0:
-                if self._has_verdict():
+                verdicts = self._verdict_count()
+                # A call waiting to retry after a failed attempt is not waited for: its judge is more likely gone.
+                working = sum(not record.failed_attempts for record in self._inflight.values())
+                if verdicts >= min_verdicts or verdicts + working < min_verdicts:
                     return False
-                # Nothing to answer with yet: wait for the calls in flight at the deadline (no new ones are made:
-                # each is bounded by the judge's call budget), and answer with the first verdict among them.
+                # Too few verdicts to answer with, and enough calls in flight that the judge is working on to get
+                # them: wait for those calls (no new ones are made), and answer once enough verdicts came. Polled:
+                # a call's failed attempt ends no task, yet may settle the question.
                 self._closed = True
-                await asyncio.wait(set(self._inflight), return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(set(self._inflight), timeout=_WAIT_POLL_S, return_when=asyncio.FIRST_COMPLETED)
                 await asyncio.sleep(0)
                 continue
             await asyncio.wait(set(self._inflight), timeout=timeout)
@@ -296,8 +304,8 @@ class Tournament:
             raise self._error
         return True
 
-    def _has_verdict(self) -> bool:
-        return any(outcome is not None for *_, outcome in self._verdicts)
+    def _verdict_count(self) -> int:
+        return sum(outcome is not None for *_, outcome in self._verdicts)
 
     def _drop_inflight(self) -> None:
         self.dropped_calls += self._cut_inflight()
