@@ -71,7 +71,7 @@ class JudgeSettings:
     think_first: bool = False
     low_mass_floor: float = 0.5  # probability mode: a call whose labels get less mass is counted as low-mass
     # Calls.
-    max_concurrency: int = 32  # judge calls in flight per referee
+    max_concurrency: int = 32  # judge calls in flight per judge pool: the referee shards share it (pool_share)
     timeout_s: float = 120.0  # one generation
     retries: int = 2  # transient errors (timeout, HTTP 5xx, dead engine): retried with exponential backoff
     backoff_s: float = 1.0

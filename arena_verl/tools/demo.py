@@ -37,6 +37,7 @@ from arena_verl.core.errors import InputError, guarded
 from arena_verl.core.names import DIVERSITY_TOL, MODES, ROUTE_NAMES, STRATEGIES, default_strategy
 from arena_verl.core.referee.metrics import NONZERO_ADVANTAGE_TOL
 from arena_verl.core.routing import is_uniform
+from arena_verl.judge.spec import JUDGE_SPEC_FORMS
 from arena_verl.testing.toy import Sample, build_toy_tokenizer, make_batch
 
 
@@ -110,7 +111,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--judge",
         default="simulated",
-        help="simulated | transformers:PATH | vllm:PATH | openai:URL#MODEL (default: the SIMULATED judge)",
+        help=f"{' | '.join(JUDGE_SPEC_FORMS)} (default: the SIMULATED judge)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="reward.num_workers")

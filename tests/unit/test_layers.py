@@ -43,7 +43,6 @@ FACADES = {
     "arena_verl.smollm2",
     "arena_verl.toy",
     "arena_verl.cpu.supervise",
-    "arena_verl.cpu.summary",
 }
 FRAMEWORKS = {"verl", "ray", "vllm", "torch", "transformers", "omegaconf", "hydra"}
 # What the pure layers may not import at all, and the documented exceptions (module, imported top-level name).
