@@ -24,7 +24,7 @@ from typing import Any
 from arena_verl.backend_registry import backend_of
 from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError, guarded
 from arena_verl.core.names import VERDICT_MODES
-from arena_verl.data.dumps import blank_line_note, disagreement_note, duplicate_note
+from arena_verl.data.dump_notes import blank_line_note, disagreement_note, duplicate_note
 from arena_verl.evaluation.audit import audit_figures
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.tables import number, percent
