@@ -7,20 +7,18 @@ or an unknown key is a ``ValueError`` that names the full key (``reward.arena.st
 from __future__ import annotations
 
 import dataclasses
-import keyword
 import math
-import re
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from arena_verl.backend_registry import BACKENDS, backend_of
 from arena_verl.core.names import (
     DIVERSITY_TOL,
     EXTRACTION_MODES,
     FAILURE_POLICIES,
     FIXED_COUNT_STRATEGIES,
-    JUDGE_BACKENDS,
     MODES,
     PROBABILITY_READS_PER_VERDICT,
     STRATEGIES,
@@ -30,11 +28,20 @@ from arena_verl.core.names import (
 from arena_verl.core.options import RefereeOptions, TournamentOptions
 from arena_verl.core.referee.admission import pool_share
 from arena_verl.core.sources import MATH_SOURCES, MULTIPLE_CHOICE_SOURCES
-from arena_verl.core.urls import check_url, repeated_servers, split_urls
+
+# The judge block's checks (reward.arena.judge.*), and the ones both use.
+from arena_verl.settings_judge import (
+    _DAY_S,
+    _PREFIX,
+    _in_range,
+    _one_of,
+    call_bound_text,
+    judge_call_bound_s,
+    validate_judge,
+)
 
 __all__ = [
     "MODES",
-    "JUDGE_BACKENDS",
     "JudgeSettings",
     "ArenaSettings",
     "ContradictoryLimits",
@@ -45,14 +52,7 @@ __all__ = [
     "tournament_options",
 ]
 
-_DAY_S = 86_400.0
-_PREFIX = "reward.arena"
 MIN_TOURNAMENT_TIMEOUT_S = 900.0  # tournament_timeout_s: null is at least this
-_MAX_RETRIES = 100
-# judge.callable: a dotted module path, a colon, a function name.
-_CALLABLE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*", re.ASCII)
-# Keyword arguments the python backend passes itself: callable_kwargs may not name them.
-PYTHON_JUDGE_ARGUMENTS = ("problem", "first", "second", "trace")
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class JudgeSettings:
     think_first: bool = False
     low_mass_floor: float = 0.5  # probability mode: a call whose labels get less mass is counted as low-mass
     # Calls.
-    max_concurrency: int = 32  # judge calls in flight per referee
+    max_concurrency: int = 32  # judge calls in flight per judge pool: the referee shards share it (pool_share)
     timeout_s: float = 120.0  # one generation
     retries: int = 2  # transient errors (timeout, HTTP 5xx, dead engine): retried with exponential backoff
     backoff_s: float = 1.0
@@ -225,7 +225,7 @@ def validate(settings: ArenaSettings) -> None:
     _one_of("strategy", settings.strategy, STRATEGIES)
     _one_of("on_judge_failure", settings.on_judge_failure, FAILURE_POLICIES)
     _one_of("answer_extraction", settings.answer_extraction, EXTRACTION_MODES)
-    _one_of("judge.backend", settings.judge.backend, JUDGE_BACKENDS)
+    _one_of("judge.backend", settings.judge.backend, tuple(BACKENDS))
     _one_of("judge.verdict", settings.judge.verdict, VERDICT_MODES)
     for prefix, node in (("", settings), ("judge.", settings.judge)):
         for f in dataclasses.fields(node):
@@ -267,7 +267,7 @@ def validate(settings: ArenaSettings) -> None:
     _in_range("pace", settings.pace, 0.0, 100.0, low_open=True)
     if settings.completion_grace is not None:
         _in_range("completion_grace", settings.completion_grace, 0.0, 1e3, low_open=True)
-    _validate_judge(settings.judge, needed=settings.uses_judge)
+    validate_judge(settings.judge, needed=settings.uses_judge)
     contradictions = limit_contradictions(settings)
     if contradictions:
         raise ContradictoryLimits(contradictions)
@@ -318,31 +318,9 @@ def default_tournament_timeout_s(settings: ArenaSettings) -> float:
         need = judge_call_bound_s(settings.judge)
         if settings.completion_grace is not None:
             need = max(need, settings.completion_grace * settings.judge.timeout_s)
-    except (OverflowError, TypeError):  # absurd retries, or values of the wrong type: validation names them
+    except (OverflowError, TypeError, ValueError):  # absurd retries, wrong types, no such backend: validation's
         need = 0.0
     return float(min(_DAY_S, max(MIN_TOURNAMENT_TIMEOUT_S, math.ceil(need) if math.isfinite(need) else 0)))
-
-
-def judge_call_bound_s(judge: JudgeSettings) -> float:
-    """The longest one judge call may take at the referee: the python backend bounds each call by ``timeout_s``
-    alone (it is not retried); every other judge's call is bounded by ``call_budget_s`` (its retries included)."""
-    return judge.timeout_s if judge.backend == "python" else judge.call_budget_s
-
-
-def _call_bound_text(judge: JudgeSettings) -> str:
-    if judge.backend == "python":
-        return f"{judge.timeout_s:g} s ({_PREFIX}.judge.timeout_s; the python backend does not retry)"
-    if judge.verdict == "probability":
-        steps = PROBABILITY_READS_PER_VERDICT + (1 if judge.think_first else 0)
-        asks = judge.parse_retries + 1 if judge.think_first else 1
-        how = f"{steps * asks} reads{' and generations' if judge.think_first else ''} (verdict=probability)"
-    else:
-        how = f"judge.parse_retries {judge.parse_retries} + 1 generations"
-    return (
-        f"{judge.call_budget_s:g} s ({_PREFIX}.judge.call_budget_s: {how}, each tried judge.retries {judge.retries} "
-        f"+ 1 times for up to {_PREFIX}.judge.timeout_s={judge.timeout_s:g} s, with judge.backoff_s="
-        f"{judge.backoff_s:g} doubling between)"
-    )
 
 
 def limit_contradictions(settings: ArenaSettings) -> list[str]:
@@ -362,10 +340,10 @@ def limit_contradictions(settings: ArenaSettings) -> list[str]:
     judge, problems = settings.judge, []
     bound = judge_call_bound_s(judge)  # finite: validation bounds the retries
     if settings.tournament_timeout_s < bound:
-        keys = "judge.timeout_s" if judge.backend == "python" else "judge.timeout_s, judge.retries, judge.parse_retries"
+        keys = "judge.timeout_s, judge.retries, judge.parse_retries" if backend_of(judge).retries else "judge.timeout_s"
         problems.append(
             f"{_PREFIX}.tournament_timeout_s={settings.tournament_timeout_s:g} is shorter than one judge call, "
-            f"{_call_bound_text(judge)}: a group's last calls start when it completes and would be cut with its whole "
+            f"{call_bound_text(judge)}: a group's last calls start when it completes and would be cut with its whole "
             f"tournament (every verdict lost, fallback judge_error); raise {_PREFIX}.tournament_timeout_s to at "
             f"least {math.ceil(bound)} or lower {keys}"
         )
@@ -380,111 +358,6 @@ def limit_contradictions(settings: ArenaSettings) -> list[str]:
             "judge.timeout_s"
         )
     return problems
-
-
-def _validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
-    """Ranges always; what only a judge that will run needs (a model, an address, templates) when ``needed``."""
-    for key in ("max_concurrency", "max_new_tokens", "max_trace_tokens", "num_engines", "tensor_parallel_size"):
-        if getattr(judge, key) < 1:
-            raise ValueError(f"{_PREFIX}.judge.{key} must be >= 1, got {getattr(judge, key)}")
-    for key in ("retries", "parse_retries"):
-        if getattr(judge, key) < 0:
-            raise ValueError(f"{_PREFIX}.judge.{key} must be >= 0, got {getattr(judge, key)}")
-        if getattr(judge, key) > _MAX_RETRIES:  # the call budget doubles its backoff with each retry
-            raise ValueError(f"{_PREFIX}.judge.{key} must be <= {_MAX_RETRIES}, got {getattr(judge, key)}")
-    _in_range("judge.timeout_s", judge.timeout_s, 0.0, _DAY_S, low_open=True)
-    _in_range("judge.backoff_s", judge.backoff_s, 0.0, 3600.0)
-    _in_range("judge.start_timeout_s", judge.start_timeout_s, 0.0, _DAY_S, low_open=True)
-    _in_range("judge.gpu_memory_utilization", judge.gpu_memory_utilization, 0.0, 1.0, low_open=True)
-    _in_range("judge.temperature", judge.temperature, 0.0, 100.0)
-    _in_range("judge.retry_temperature", judge.retry_temperature, 0.0, 100.0)
-    _in_range("judge.top_p", judge.top_p, 0.0, 1.0, low_open=True)
-    _in_range("judge.low_mass_floor", judge.low_mass_floor, 0.0, 1.0)
-    _in_range("judge.sim_latency_s", judge.sim_latency_s, 0.0, 3600.0)
-    _in_range("judge.sim_latency_sigma", judge.sim_latency_sigma, 0.0, 3.0)
-    for key in ("sim_tie_rate", "sim_parse_failure_rate"):
-        _in_range(f"judge.{key}", getattr(judge, key), 0.0, 1.0)
-    _validate_callable(judge)
-    if not needed:  # rlvr: the judge never runs (a shared config may still name one)
-        return
-    if judge.backend in ("transformers", "vllm") and not judge.model_path:
-        raise ValueError(f"{_PREFIX}.judge.model_path is required for the {judge.backend} backend")
-    if judge.base_url_file is not None and not judge.base_url_file.strip():
-        raise ValueError(f"{_PREFIX}.judge.base_url_file must be a file path or null; got ''")
-    if judge.backend == "openai" and not judge.base_url and not judge.base_url_file:
-        raise ValueError(f"{_PREFIX}.judge.base_url is required for the openai backend ('verl': verl's own router)")
-    if judge.backend == "openai" and judge.base_url and judge.base_url != "verl":
-        urls = split_urls(judge.base_url)
-        for url in urls:
-            check_url(url, f"{_PREFIX}.judge.base_url")
-        if repeated := repeated_servers(urls):
-            raise ValueError(f"{_PREFIX}.judge.base_url lists a replica twice: {repeated} in {judge.base_url!r}")
-    if judge.tokenizer is not None and not judge.tokenizer.strip():
-        raise ValueError(f"{_PREFIX}.judge.tokenizer must be a tokenizer folder or hub id, or null; got ''")
-    if judge.backend == "openai" and judge.base_url != "verl" and not judge.model_path:
-        raise ValueError(f"{_PREFIX}.judge.model_path is required for the openai backend (the served model's name)")
-    if judge.backend == "python" and not judge.callable:
-        raise ValueError(
-            f"{_PREFIX}.judge.callable is required for the python backend ('package.module:function', e.g. "
-            "'my_judges:prefer_shorter')"
-        )
-    if judge.backend == "python" and judge.show_reference:
-        raise ValueError(
-            f"{_PREFIX}.judge.show_reference: the python backend never passes the reference answer to its callable; "
-            "leave it false"
-        )
-    if judge.backend != "python":
-        for key in ("callable", "callable_kwargs"):
-            if getattr(judge, key) not in (None, {}):
-                raise ValueError(
-                    f"{_PREFIX}.judge.{key} applies to the python backend only (judge.backend is {judge.backend!r}): "
-                    f"set {_PREFIX}.judge.backend=python, or leave {key} null"
-                )
-    # The python backend's function is imported (a missing module or function is an error) when the judge is built and
-    # by check_judge_templates, in the judge layer: settings import no user code. The templates' files are checked by
-    # the judge layer (arena_verl.judge.prompting.templates.check_judge_templates), which the reward manager, the
-    # recipes' pre-flight and the tools' --judge call right after these settings.
-
-
-def _validate_callable(judge: JudgeSettings) -> None:
-    """``judge.callable`` is ``package.module:function``; ``judge.callable_kwargs`` maps keyword-argument names
-    (identifiers, not the ones the backend passes itself) to plain values (null, a bool, a finite number, a string)."""
-    if judge.callable is not None and (not isinstance(judge.callable, str) or not _CALLABLE.fullmatch(judge.callable)):
-        raise ValueError(
-            f"{_PREFIX}.judge.callable must be 'package.module:function' (a dotted module path, a colon, a function "
-            f"name), got {judge.callable!r}"
-        )
-    kwargs = judge.callable_kwargs
-    if kwargs is None:
-        return
-    key = f"{_PREFIX}.judge.callable_kwargs"
-    if not isinstance(kwargs, Mapping):
-        raise ValueError(f"{key} must be a mapping of keyword arguments (or null), got {kwargs!r}")
-    for name, value in kwargs.items():
-        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-            raise ValueError(f"{key}: {name!r} is not a keyword-argument name")
-        if name in PYTHON_JUDGE_ARGUMENTS:
-            raise ValueError(
-                f"{key}.{name}: the python backend passes {', '.join(PYTHON_JUDGE_ARGUMENTS)} itself; choose another "
-                "name"
-            )
-        plain = value is None or isinstance(value, (bool, int, float, str))
-        if not plain:
-            raise ValueError(f"{key}.{name} must be a plain value (null, a bool, a number or a string), got {value!r}")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{key}.{name} must be a finite number, got {value!r}")
-
-
-def _in_range(key: str, value: float, low: float, high: float, low_open: bool = False) -> None:
-    ok = (low < value if low_open else low <= value) and value <= high
-    if not ok:
-        bracket = "(" if low_open else "["
-        raise ValueError(f"{_PREFIX}.{key} must be in {bracket}{low:g}, {high:g}], got {value!r}")
-
-
-def _one_of(key: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{_PREFIX}.{key} must be one of {allowed}, got {value!r}")
 
 
 def _build(cls, raw: Mapping, prefix: str, **fixed):

@@ -16,7 +16,6 @@ __all__ = [
     "FIXED_COUNT_STRATEGIES",
     "FAILURE_POLICIES",
     "EXTRACTION_MODES",
-    "JUDGE_BACKENDS",
     "VERDICT_MODES",
     "PROBABILITY_READS_PER_VERDICT",
     "VERIFY_STATUSES",
@@ -50,7 +49,6 @@ STRATEGIES = ("round_robin", "live", "random", "info_gain", "paced")
 FIXED_COUNT_STRATEGIES = ("round_robin", "live")
 FAILURE_POLICIES = ("tie", "drop")  # what a failed judge call becomes in the fit
 EXTRACTION_MODES = ("boxed", "lenient")  # reward.arena.answer_extraction
-JUDGE_BACKENDS = ("simulated", "transformers", "openai", "vllm", "python")
 # reward.arena.judge.verdict: a generated verdict token, or the label probabilities at the verdict position.
 VERDICT_MODES = ("generate", "probability")
 # A probability verdict reads the next-token probabilities at most this many times (the verdict position, and up to

@@ -3,16 +3,15 @@
 never reads the settings' shape. :class:`TournamentOptions` steer a
 :class:`~arena_verl.core.tournament.runner.Tournament`, in the referee (training) and in ``arena-verl score``
 (offline), so that an offline replay schedules and fits as training does; its defaults are the arena's (the settings
-take theirs from here). :class:`RefereeOptions` are the rest of what the referee needs. A leaf module (dataclasses
-only): the settings import it without the tournament's numerics."""
+take theirs from here). :class:`RefereeOptions` are the rest of what the referee needs, with no defaults of their own
+(the settings' are the only ones). A leaf module (dataclasses only): the settings import it without the tournament's
+numerics."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-
-from arena_verl.core.names import DIVERSITY_TOL
 
 __all__ = ["TournamentOptions", "RefereeOptions", "DEFAULT_L2", "DEFAULT_FINAL_CALLS", "DEFAULT_PACE"]
 
@@ -45,18 +44,21 @@ class TournamentOptions:
 
 @dataclass(frozen=True)
 class RefereeOptions:
-    """The referee's keys of ``reward.arena`` (see the settings for each one's meaning and default)."""
+    """The referee's keys of ``reward.arena`` (see the settings for each one's meaning and default).
 
-    mode: str = "arena"
-    group_size: int = 8
-    diversity_tol: float = DIVERSITY_TOL
-    speculative: bool = True
-    group_deadline_s: float = 900.0
-    tournament_timeout_s: float = 900.0
-    completion_grace: float | None = None
-    reward_scale: float = 1.0
-    min_verdict_share: float = 0.5  # a routed group with fewer of its planned verdicts gets its verifier rewards
-    advantage_norm_by_std: bool = True  # how the step's advantage figures are computed (verl's norm_adv_by_std)
-    call_budget_s: float = 600.0  # the longest one judge call may take (judge.call_budget_s)
-    judge_slots: int = 64  # this referee's share of the judge's concurrency (judge.max_concurrency / num_referees)
-    tournament: TournamentOptions = field(default_factory=TournamentOptions)
+    No field has a default: the settings' are the only ones, and
+    :func:`~arena_verl.settings.referee_options` passes every value (a default here could differ from them)."""
+
+    mode: str
+    group_size: int
+    diversity_tol: float
+    speculative: bool
+    group_deadline_s: float
+    tournament_timeout_s: float
+    completion_grace: float | None
+    reward_scale: float
+    min_verdict_share: float  # a routed group with fewer of its planned verdicts gets its verifier rewards
+    advantage_norm_by_std: bool  # how the step's advantage figures are computed (verl's norm_adv_by_std)
+    call_budget_s: float  # the longest one judge call may take (judge.call_budget_s)
+    judge_slots: int  # this referee's share of the judge's concurrency (judge.max_concurrency / num_referees)
+    tournament: TournamentOptions

@@ -26,11 +26,13 @@ example. Without parquet files (``--data``) every prompt is math, of the data so
 2. the parquet row's where the dump has none (``gts`` missing or null), or where the two are the same truth (the
    row keeps its type: verl's legacy trainer writes what JSON cannot hold with ``str()``);
 3. a row whose ground truth differs from the dump's is a *disagreement*: counted
-   (:attr:`DumpFile.disagreements`) and reported by every tool (:func:`disagreement_note`: a line on stderr, a
-   count in its JSON output), never a reason to verify against another answer;
+   (:attr:`DumpFile.disagreements`) and reported by every tool
+   (:func:`~arena_verl.data.dump_notes.disagreement_note`: a line on stderr, a count in its JSON output), never a
+   reason to verify against another answer;
 4. a prompt whose samples carry different ground truths (lines of one uid with different ``gts``, a generation
    file's lines of one prompt with different ``ground_truth``) has no known truth: it is left unverified
-   (:attr:`PromptSamples.differing_truths`, said by :func:`differing_truth_note`), never scored against either.
+   (:attr:`PromptSamples.differing_truths`, said by :func:`~arena_verl.data.dump_notes.differing_truth_note`), never
+   scored against either.
 
 **Plain generation files** (any ``.jsonl`` whose lines have ``response``), for evaluation without the trainer::
 
@@ -85,12 +87,8 @@ __all__ = [
     "TruthDisagreement",
     "ValidationRow",
     "DuplicateUid",
-    "blank_line_note",
     "count_lines",
-    "differing_truth_note",
     "differing_truths",
-    "disagreement_note",
-    "duplicate_note",
     "find_dump_files",
     "joined_truth",
     "prompt_groups",
@@ -264,55 +262,6 @@ def read_dump_file(
     )
 
 
-def disagreement_note(disagreements: list[TruthDisagreement]) -> str | None:
-    """One line on the prompts whose parquet ground truth is not the dump's (None when there are none)."""
-    if not disagreements:
-        return None
-    first = disagreements[0]
-    return (
-        f"{len(disagreements)} prompt(s) have another ground truth in --data than in the dump: verified against the "
-        f"dump's gts (what the run scored against), e.g. the prompt of {first.path} line {first.line} has gts "
-        f"{short(first.dumped)}, {first.row} has {short(first.parquet)}"
-    )
-
-
-def blank_line_note(blanks: list[BlankLines], files_shown: int = 3, lines_shown: int = 5) -> str | None:
-    """One line on the blank lines of the dump files read (None when there are none): how many, and where (the
-    first few files and line numbers)."""
-    if not blanks:
-        return None
-    total = sum(len(blank.lines) for blank in blanks)
-    where = []
-    for blank in blanks[:files_shown]:
-        numbers = ", ".join(str(n) for n in blank.lines[:lines_shown]) + (
-            ", ..." if len(blank.lines) > lines_shown else ""
-        )
-        where.append(f"{blank.path} line{'s' if len(blank.lines) > 1 else ''} {numbers}")
-    if len(blanks) > files_shown:
-        where.append(f"... ({len(blanks)} files)")
-    return f"{total} blank line(s) in the dump skipped (no sample): {'; '.join(where)}"
-
-
-def duplicate_note(duplicates: list[DuplicateUid], differing: str = "the first copy counts") -> str | None:
-    """One line on the dump lines that repeat a uid of their step file (None when there are none): how many, in
-    which files (steps), and what was done with copies that differ (``differing``)."""
-    if not duplicates:
-        return None
-    by_file: dict[Path, int] = defaultdict(int)
-    for duplicate in duplicates:
-        by_file[duplicate.path] += 1
-    where = ", ".join(f"{path.name}: {count}" for path, count in list(by_file.items())[:5])
-    if len(by_file) > 5:
-        where += f", ... ({len(by_file)} files)"
-    conflicting = [d for d in duplicates if d.conflicting]
-    example = conflicting[0] if conflicting else duplicates[0]
-    return (
-        f"{len(duplicates)} dump line(s) repeat a uid already in their step file ({where}): an identical copy counts "
-        f"once; {len(conflicting)} differ from the first copy in input, output, gts, score or acc: {differing}; e.g. "
-        f"{example.path} line {example.line} repeats uid {example.uid!r} of line {example.first_line}"
-    )
-
-
 # --------------------------------------------------------------------------------------------- generation files
 
 
@@ -362,23 +311,6 @@ def differing_truths(truths: Iterable[Any]) -> tuple[Any, ...]:
     for truth in truths:
         distinct.setdefault(canonical(truth), plain(truth))
     return tuple(distinct.values()) if len(distinct) > 1 else ()
-
-
-def differing_truth_note(prompts: list[tuple[Path, PromptSamples]]) -> str | None:
-    """One line on the prompts whose samples carry different ground truths, left unverified (None when there are
-    none): how many, and the first few by file, data source, prompt and truths."""
-    if not prompts:
-        return None
-    examples = "; ".join(
-        f"{path} line {prompt.line} ({_one_line(prompt.samples[0].benchmark)}, {_one_line(prompt.key)}): "
-        + ", ".join(short(truth) for truth in prompt.differing_truths)
-        for path, prompt in prompts[:3]
-    )
-    more = f"; ... ({len(prompts)} prompts)" if len(prompts) > 3 else ""
-    return (
-        f"{len(prompts)} prompt(s) whose samples carry different ground truths are left unverified (not scored "
-        f"against either): {examples}{more}"
-    )
 
 
 # ------------------------------------------------------------------------------------------------- verl dumps
@@ -456,10 +388,10 @@ def prompt_groups(path: Path, lines: list[tuple[int, dict]]) -> dict[str, list[d
     """The dump's samples by prompt: by the uuid of V1's ``uid`` (last output per session), else by ``input``.
 
     A line whose uid an earlier line of the file has is a *duplicate* (:class:`DuplicateUid`, counted in
-    :attr:`DumpFile.duplicates` and reported with :func:`duplicate_note`): the first copy is the sample (as verl's
-    own metrics keep the first); a copy that differs from it (in input, output, gts, score or acc) marks its prompt's
-    :attr:`PromptSamples.conflicting_uids`, which ``analyze`` leaves unverified. Legacy dumps have no uid: two equal
-    lines are two sessions that answered alike."""
+    :attr:`DumpFile.duplicates` and reported with :func:`~arena_verl.data.dump_notes.duplicate_note`): the first
+    copy is the sample (as verl's own metrics keep the first); a copy that differs from it (in input, output, gts,
+    score or acc) marks its prompt's :attr:`PromptSamples.conflicting_uids`, which ``analyze`` leaves unverified.
+    Legacy dumps have no uid: two equal lines are two sessions that answered alike."""
     return _group_lines(path, lines)[0]
 
 
@@ -504,11 +436,6 @@ def _group_lines(path: Path, lines: list[tuple[int, dict]]) -> tuple[dict[str, l
 
 def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
-
-
-def _one_line(text: str) -> str:
-    """``text`` with its white space runs (a newline included) as one space: a name inside a one-line message."""
-    return " ".join(str(text).split())
 
 
 def _score_or_none(value: Any) -> float | None:

@@ -6,7 +6,7 @@ score`` and the evaluation (``arena-verl evaluate``, ``scripts/eval/evaluate.py`
    data source, with ONE ground-truth precedence: the dump's ``gts`` (what the run's reward manager scored
    against), the row's only where the dump has none or both are the same truth. A row whose ground truth differs is
    a disagreement: counted in :attr:`VerifiedFile.disagreements` and reported by every tool
-   (:func:`arena_verl.data.dumps.disagreement_note`), never resolved otherwise by one of them.
+   (:func:`arena_verl.data.dump_notes.disagreement_note`), never resolved otherwise by one of them.
 2. **joined samples -> verified groups** (:func:`verify_prompts`): each prompt's samples verified by the
    :class:`~arena_verl.evaluation.scoring.Scorer` chosen per data source and kind. A prompt without a ground truth,
    or of a kind the scorer cannot score here (code without a sandbox, an unknown data source), is *unverified*,

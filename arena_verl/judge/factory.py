@@ -1,43 +1,24 @@
-"""Build the configured judge backend."""
+"""Build the configured judge: the registry's factory of ``judge.backend`` (:mod:`arena_verl.backend_registry`)."""
 
 from __future__ import annotations
 
+import importlib
+
+from arena_verl.backend_registry import backend_of
 from arena_verl.core.judge_protocol import Judge
 from arena_verl.judge.prompting.templates import check_judge_templates
-from arena_verl.judge.simulated.trace_judge import SimulatedTraceJudge
 from arena_verl.settings import JudgeSettings
 
 __all__ = ["make_judge"]
 
 
 def make_judge(settings: JudgeSettings) -> Judge:
-    """The judge ``settings`` describe; a model-backed judge's templates are checked before its model loads."""
+    """The judge ``settings`` describe; a model-backed judge's templates are checked before its model loads (a python
+    judge's function is imported: a missing module or function is a ValueError)."""
+    backend = backend_of(settings)
     check_judge_templates(settings)
-    if settings.backend == "simulated":
-        return SimulatedTraceJudge(
-            sharpness=settings.sim_sharpness,
-            position_bias=settings.sim_position_bias,
-            tie_rate=settings.sim_tie_rate,
-            parse_failure_rate=settings.sim_parse_failure_rate,
-            latency_s=settings.sim_latency_s,
-            latency_sigma=settings.sim_latency_sigma,
-            seed=settings.seed,
-            verdict=settings.verdict,
-        )
-    if settings.backend == "transformers":
-        from arena_verl.judge.backends.transformers_backend import TransformersJudge
-
-        return TransformersJudge(settings)
-    if settings.backend == "openai":
-        from arena_verl.judge.backends.openai_backend import OpenAIJudge
-
-        return OpenAIJudge(settings)
-    if settings.backend == "python":
-        from arena_verl.judge.backends.python_backend import PythonJudge
-
-        return PythonJudge(settings)  # imports judge.callable now: a missing module or function is a ValueError
-    if settings.backend == "vllm":
-        from arena_verl.judge.backends.vllm_backend import VLLMJudge
-
-        return VLLMJudge(settings)
-    raise ValueError(f"reward.arena.judge.backend: unknown backend {settings.backend!r}")
+    factory = backend.factory
+    if isinstance(factory, str):  # "package.module:attribute": its module is imported when a judge is built
+        module, _, attribute = factory.partition(":")
+        factory = getattr(importlib.import_module(module), attribute)
+    return factory(settings)

@@ -15,8 +15,8 @@
     arena-verl experiment the learning experiment: the arena against RLVR, RLVR + DAPO and a random judge with
                           verl's real trainer on CPU (a resumable grid of arms x seeds; results.json, plots, HTML)
 
-Every command that judges takes the same ``--judge`` grammar: ``simulated``, ``transformers:PATH``, ``vllm:PATH``,
-``openai:URL#MODEL``. ``arena-verl COMMAND --help`` describes each.
+Every command that judges takes the same ``--judge`` grammar, one form per judge backend (listed at the end of
+``arena-verl --help``). ``arena-verl COMMAND --help`` describes each.
 
 Exit status, the same for every command: 0 done, 1 the command ran and found a failure, 2 bad input (one line on
 stderr that names the file, key or flag; never a traceback).
@@ -29,6 +29,7 @@ import importlib
 import sys
 
 from arena_verl.core.errors import guarded
+from arena_verl.judge.spec import JUDGE_SPEC_FORMS
 
 __all__ = ["COMMANDS", "build_parser", "main"]
 
@@ -54,7 +55,10 @@ COMMANDS = {
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="arena-verl", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="arena-verl",
+        description=__doc__,
+        epilog=f"--judge forms: {', '.join(JUDGE_SPEC_FORMS)}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, summary) in COMMANDS.items():

@@ -33,10 +33,12 @@ from typing import Any
 import numpy as np
 
 from arena_verl import sample_traces
+from arena_verl.backend_registry import backend_of
 from arena_verl.core.errors import InputError, guarded
 from arena_verl.core.names import DIVERSITY_TOL, MODES, ROUTE_NAMES, STRATEGIES, default_strategy
 from arena_verl.core.referee.metrics import NONZERO_ADVANTAGE_TOL
 from arena_verl.core.routing import is_uniform
+from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec
 from arena_verl.testing.toy import Sample, build_toy_tokenizer, make_batch
 
 
@@ -110,7 +112,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--judge",
         default="simulated",
-        help="simulated | transformers:PATH | vllm:PATH | openai:URL#MODEL (default: the SIMULATED judge)",
+        help=f"{' | '.join(JUDGE_SPEC_FORMS)} (default: the SIMULATED judge)",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="reward.num_workers")
@@ -159,8 +161,6 @@ def check_sizes(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     """Validate (bad input: InputError, exit 2, before anything is built), build the rollouts, run one reward step,
     print what it did."""
-    from arena_verl.judge.spec import judge_settings_from_spec
-
     check_sizes(args)
     try:
         judge = judge_settings_from_spec(args.judge, **SIMULATED_DEFAULTS if args.judge == "simulated" else {})
@@ -240,11 +240,12 @@ def print_report(args: argparse.Namespace, judge, samples: list[Sample], group_s
     verifier = info["arena/verifier_reward"]
     quality = np.array([np.nan if s.sim_quality is None else s.sim_quality for s in samples])
 
-    if judge.backend == "simulated":
+    simulated = backend_of(judge).simulated
+    if simulated:
         print(SIMULATED_BANNER)
     strategy = args.strategy or default_strategy(args.mode)
     print(f"arena-verl demo: mode={args.mode} strategy={strategy}, {num_groups} prompts x {group_size} samples")
-    judge_line = "SIMULATED" if judge.backend == "simulated" else f"{judge.backend} ({judge.model_path})"
+    judge_line = "SIMULATED" if simulated else f"{judge.backend} ({judge.model_path})"
     rollout_line = "synthetic text" if args.rollouts == "synthetic" else f"REAL traces by {sample_traces.MODEL}"
     print(f"judge: {judge_line}; rollouts: {rollout_line}")
     print(
@@ -277,7 +278,7 @@ def print_report(args: argparse.Namespace, judge, samples: list[Sample], group_s
     for key in REPORTED_METRICS:
         if f"arena/{key}" in result.metrics:
             print(f"arena/{key}: {result.metrics[f'arena/{key}']:.3f}")
-    if judge.backend == "simulated":
+    if simulated:
         print("\n(judge: SIMULATED; see the banner above)")
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from arena_verl.core.errors import EXIT_OK, InputError, guarded, write_output
 from arena_verl.data.dump_files import find_dump_files
-from arena_verl.data.dumps import blank_line_note, differing_truth_note, disagreement_note, duplicate_note
+from arena_verl.data.dump_notes import blank_line_note, differing_truth_note, disagreement_note, duplicate_note
 from arena_verl.evaluation.report import StepReport, evaluate_groups, render_table, report_json
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.tables import table_cell

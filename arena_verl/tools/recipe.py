@@ -164,6 +164,7 @@ def _looks_local(path: str) -> bool:
 
 def path_problems(config) -> list[str]:
     """Paths the run would read that are not there: data files, the policy, a judge model folder."""
+    from arena_verl.backend_registry import backend_of
     from arena_verl.settings import settings_from_config
 
     problems = []
@@ -177,16 +178,17 @@ def path_problems(config) -> list[str]:
         problems.append(f"actor_rollout_ref.model.path: {model} {where}")
     settings = settings_from_config(config)
     judge = settings.judge
-    if judge.backend in ("vllm", "transformers") and judge.model_path and not Path(judge.model_path).exists():
+    backend = backend_of(judge)  # the registry says what of the judge is on this machine: a model folder, a tokenizer
+    if backend.model_folder and judge.model_path and not Path(judge.model_path).exists():
         problems.append(f"reward.arena.judge.model_path: {judge.model_path} does not exist")
     elif settings.uses_judge:
         # A tokenizer the judge cannot load fails inside the referee actor, where every group would fall back
         # (referee_lost): the model judges render and count with their model's own, a served judge with its
         # tokenizer's (JUDGE_TOKENIZER; the recipes' default is the judge folder).
         checks = []
-        if judge.backend in ("vllm", "transformers") and judge.model_path:
+        if backend.tokenizer == "model_path" and judge.model_path:
             checks.append((judge.model_path, f"reward.arena.judge.model_path (JUDGE_MODEL, the {judge.backend} judge)"))
-        if judge.backend == "openai" and judge.tokenizer:
+        if backend.tokenizer == "tokenizer" and judge.tokenizer:
             checks.append((judge.tokenizer, "reward.arena.judge.tokenizer (JUDGE_TOKENIZER)"))
         for name, what in checks:
             problem = tokenizer_problem(name, what)

@@ -30,6 +30,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from arena_verl.backend_registry import BACKENDS
+
 __all__ = ["verl_placement_problems", "check_verl_placement", "RECIPE_OVERRIDES"]
 
 # What the recipe's JUDGE_PLACEMENT=verl sets beside verl's reward-model keys for the judge to stay awake.
@@ -62,7 +64,13 @@ def _served_by_verl(config, settings) -> bool:
         mode = str(_get(config, "reward.arena.mode", ArenaSettings.mode))
         backend = str(_get(config, "reward.arena.judge.backend", JudgeSettings.backend))
         base_url = _get(config, "reward.arena.judge.base_url", JudgeSettings.base_url)
-    return mode != "rlvr" and backend == "openai" and base_url == "verl"
+    return mode != "rlvr" and _takes_verl_router(backend) and base_url == "verl"
+
+
+def _takes_verl_router(backend: str) -> bool:
+    """Whether ``backend`` may name verl's router as its address (the registry's ``verl_router``: openai)."""
+    entry = BACKENDS.get(backend)
+    return entry is not None and entry.verl_router
 
 
 def verl_placement_problems(config, settings=None) -> list[str]:
@@ -108,7 +116,7 @@ def with_verl_router(settings, config, router_address: str | None):
     """``judge.backend=openai judge.base_url=verl``: the judge is the model verl serves (``reward.reward_model.*``),
     reached through the router address verl hands the reward manager; other settings come back unchanged."""
     judge = settings.judge
-    if judge.backend != "openai" or judge.base_url != "verl":
+    if not _takes_verl_router(judge.backend) or judge.base_url != "verl":
         return settings
     # A composition in which verl's judge sleeps for good, or never streams, is refused at start, not found out
     # by every routed group falling back at its deadline.

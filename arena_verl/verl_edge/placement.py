@@ -94,8 +94,10 @@ def _int(config: Any, dotted: str) -> int:
 
 def demands_from_config(config: Any) -> list[Demand]:
     """The run's GPU bundles from a composed verl config, in the order they are placed (trainer, verl reward model,
-    distillation teacher, judge engines). Only the ``vllm`` judge backend places engines in the cluster; the others
-    run outside it (``openai``: a server; ``verl``'s reward model: its pool above) or on the reward worker's CPU."""
+    distillation teacher, judge engines). Only a judge backend with ``gpu_engines`` in the registry (``vllm``) places
+    engines in the cluster; the others run outside it (``openai``: a server; ``verl``'s reward model: its pool above)
+    or on the reward worker's CPU."""
+    from arena_verl.backend_registry import backend_of
     from arena_verl.settings import config_value, settings_from_config
 
     demands = []
@@ -141,7 +143,7 @@ def demands_from_config(config: Any) -> list[Demand]:
                 )
             )
     settings = settings_from_config(config)
-    if settings.uses_judge and settings.judge.backend == "vllm":
+    if settings.uses_judge and backend_of(settings.judge).gpu_engines:
         referees = settings.num_referees
         demands.append(
             Demand(

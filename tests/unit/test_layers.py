@@ -20,6 +20,11 @@ LAYERS = {
     "arena_verl": 0,  # the package's own __init__ (a version string)
     "arena_verl.core": 0,
     "arena_verl.settings": 1,
+    "arena_verl.settings_judge": 1,  # the checks of the settings' judge block
+    # The judge-backend registry the settings validate with. It names each backend's class by its path
+    # ("arena_verl.judge.backends.x:Class", a name like judge.callable's, not a module path): the judge layer imports
+    # it (judge/factory.py); that the settings load no judge module: tests/unit/verify/test_verify_modules.py.
+    "arena_verl.backend_registry": 1,
     "arena_verl.judge": 2,
     "arena_verl.verify": 2,
     "arena_verl.data": 2,
@@ -43,7 +48,6 @@ FACADES = {
     "arena_verl.smollm2",
     "arena_verl.toy",
     "arena_verl.cpu.supervise",
-    "arena_verl.cpu.summary",
 }
 FRAMEWORKS = {"verl", "ray", "vllm", "torch", "transformers", "omegaconf", "hydra"}
 # What the pure layers may not import at all, and the documented exceptions (module, imported top-level name).

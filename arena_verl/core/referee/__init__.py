@@ -35,29 +35,18 @@ _EXPORTS = {
     "FALLBACK_JUDGE_ERROR": _NAMES,
     "FALLBACK_LATE": _NAMES,
     "FALLBACK_OVERFLOW": _NAMES,
-}
-# The old module's private names still read from here (scripts/bench/soak.py reads the caps). Reading one gives its
-# value; to change a cap, patch it in its own module (groups._RECENT_GROUPS, metrics._STEPS_KEPT).
-_PRIVATE = {
-    "_RECENT_GROUPS": (_GROUPS, "_RECENT_GROUPS"),
-    "_STEPS_KEPT": (_METRICS, "_STEPS_KEPT"),
-    "_stable_seed": (_GROUPS, "stable_seed"),
+    "FALLBACK_THIN": _NAMES,
 }
 __all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str):
-    if name in _EXPORTS:
-        module, attribute = _EXPORTS[name], name
-    elif name in _PRIVATE:
-        module, attribute = _PRIVATE[name]
-    else:
+    if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), attribute)
-    if name in _EXPORTS:  # a cap is read afresh each time: a patched one shows
-        globals()[name] = value
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
     return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS) | set(_PRIVATE))
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -12,15 +12,14 @@ from arena_verl.core.tournament.bradley_terry import (
     fit_bradley_terry,
     fit_bradley_terry_batch,
 )
+from arena_verl.core.tournament.judge_call import contained, valid_outcome
 from arena_verl.core.tournament.order import mirror, present
 from arena_verl.core.tournament.runner import (
     Tournament,
     TournamentResult,
-    contained,
     count_planned_calls,
     planned_calls,
     run_tournament,
-    valid_outcome,
 )
 from arena_verl.core.tournament.schedulers import (
     InfoGainScheduler,

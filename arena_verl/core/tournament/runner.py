@@ -4,14 +4,13 @@ Outcomes are soft: a judge answers a number in [0, 1], P(the trace shown first i
 mass (a verdict read from token probabilities); a hard verdict is the special case 0 / 0.5 / 1. Everything downstream
 (the fit, mirroring, the schedulers, the win tallies) takes the number as a fractional win. This module is the
 boundary where judges hand outcomes to the core: anything else (NaN, an infinity, a bool, a number outside [0, 1],
-a string) is a failed call (:func:`valid_outcome`), counted in ``failed_calls`` and never a win.
+a string) is a failed call (:func:`~.judge_call.valid_outcome`), counted in ``failed_calls`` and never a win.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ from arena_verl.core.judge_protocol import CallRecord, recording_call
 from arena_verl.core.names import FAILURE_POLICIES
 from arena_verl.core.options import DEFAULT_FINAL_CALLS, DEFAULT_L2, DEFAULT_PACE
 from arena_verl.core.tournament.bradley_terry import fit_bradley_terry
+from arena_verl.core.tournament.judge_call import call_judge
 from arena_verl.core.tournament.order import mirror, present
 from arena_verl.core.tournament.schedulers import make_scheduler
 
@@ -163,7 +163,7 @@ class Tournament:
     :func:`fit_bradley_terry`; ``two_sided`` judges every pair in both orders (position bias cancels within the
     pair); ``mirror_augment`` fits on :func:`mirror` of the verdicts (the paper's augmentation); ``on_failure``
     (``"tie"`` or ``"drop"``) is what a failed call (the judge raised, returned ``None`` or an invalid outcome: see
-    :func:`valid_outcome`) becomes in the fit, counted in ``failed_calls`` either way and never a win;
+    :func:`~.judge_call.valid_outcome`) becomes in the fit, counted in ``failed_calls`` either way and never a win;
     ``max_concurrency`` caps the calls in flight; ``prefix_aware`` orders calls for the judge's prefix cache
     (within the first-position balance); ``final_calls`` and ``pace`` are the ``paced`` strategy's (see
     :class:`~arena_verl.core.tournament.schedulers.PacedScheduler`).
@@ -382,7 +382,7 @@ class Tournament:
 
     async def _judge_one(self, number: int, first: int, second: int, record: CallRecord) -> None:
         recording_call(record)  # this task's context: the judge reports its failed attempts into the record
-        outcome = await _call(self._judge, first, second, self._limiter)
+        outcome = await call_judge(self._judge, first, second, self._limiter)
         self._verdicts.append((number, first, second, outcome))
         self.scheduler.on_verdict(first, second, self._counted(outcome))
 
@@ -420,85 +420,6 @@ class _Tally:
         self.wins[first] += outcome
         self.wins[second] += 1.0 - outcome
         self.games[[first, second]] += 1
-
-
-async def _call(judge: Judge, first: int, second: int, limiter: asyncio.Semaphore | None) -> float | None:
-    """One judge call; an exception or an invalid verdict is a failure (``None``), never a win or a crash."""
-    what = f"judge call ({first}, {second})"
-    if limiter is None:
-        outcome = await contained(judge(first, second), what)
-    else:
-        async with limiter:
-            outcome = await contained(judge(first, second), what)
-    value = valid_outcome(outcome)
-    if value is None and outcome is not None:
-        logger.warning("judge returned an invalid outcome %r for (%d, %d)", outcome, first, second)
-    return value
-
-
-async def contained(call: Awaitable, what: str = "judge call"):
-    """Await ``call``; whatever it raises is a failure (``None``), logged. Only the cancellation of the running task
-    itself propagates: a ``CancelledError`` the judge raises on its own (an inner task of its was cancelled), and
-    ``SystemExit`` / ``KeyboardInterrupt`` raised inside it, are failures too, so no judge can take the tournament,
-    or the loop that runs it, down. Await it in the task that runs the call (asyncio lets ``SystemExit`` out of a
-    task straight through the event loop)."""
-    try:
-        return await call
-    except asyncio.CancelledError:
-        if being_cancelled():
-            raise
-        logger.warning("%s raised CancelledError of its own; counted as failed", what)
-        return None
-    except BaseException as exc:  # noqa: BLE001  (any judge error is counted as a failure, by design)
-        _FAILURE_LOG.warn(what, exc)
-        return None
-
-
-class _RateLimitedFailureLog:
-    """Judge failures in the log without filling the disk: the first few with their traceback, then at most one line
-    per ``interval_s`` saying how many were left out (a judge that keeps raising raises on every call; the failures
-    themselves are always counted in the metrics)."""
-
-    def __init__(self, full: int = 5, interval_s: float = 60.0):
-        self.full, self.interval_s = full, interval_s
-        self.logged, self.suppressed, self._last = 0, 0, -float("inf")
-
-    def warn(self, what: str, exc: BaseException) -> None:
-        if self.logged < self.full:
-            self.logged += 1
-            logger.warning("%s failed", what, exc_info=(type(exc), exc, exc.__traceback__))
-            return
-        now = time.monotonic()
-        if now - self._last < self.interval_s:
-            self.suppressed += 1
-            return
-        self._last = now
-        logger.warning("%s failed: %r (%d similar failures not logged since the last line)", what, exc, self.suppressed)
-        self.suppressed = 0
-
-
-_FAILURE_LOG = _RateLimitedFailureLog()
-
-
-def valid_outcome(outcome, allowed: tuple[float, ...] | None = None) -> float | None:
-    """``outcome`` as a verdict (a float), or None (a failed call): only real numbers in [0, 1], soft or hard (not
-    NaN or an infinity, not bool, not strings or bytes that look like numbers), and one of ``allowed`` when
-    given."""
-    if isinstance(outcome, (bool, np.bool_)) or not isinstance(outcome, (int, float, np.integer, np.floating)):
-        return None
-    value = float(outcome)
-    if not 0.0 <= value <= 1.0:  # also rejects NaN
-        return None
-    if allowed is not None and value not in allowed:
-        return None
-    return value
-
-
-def being_cancelled() -> bool:
-    """Whether the running task itself is being cancelled (as opposed to an awaited call raising CancelledError)."""
-    task = asyncio.current_task()
-    cancelling = getattr(task, "cancelling", None)  # Python 3.11+
-    return True if cancelling is None else cancelling() > 0
 
 
 def _pair_budget(budget: int, calls_per_pair: int) -> int:

@@ -1,8 +1,9 @@
 """What every model-backed judge shares: prompts, strict parsing with a bounded re-ask, timeouts, transient-error
 retries with exponential backoff, a concurrency cap, and counted failures. A backend implements
-``_generate(messages, temperature) -> str`` (or a :class:`~.base.Reply` that says whether the token limit cut it)
-and, for ``verdict: probability``, ``_next_token_probs(messages, continuation, targets)``: the probabilities of
-the tokens that may follow the assistant turn ``continuation`` (see :mod:`arena_verl.judge.verdicts.label_probs`)."""
+``_generate(messages, temperature) -> str`` (or a :class:`~arena_verl.core.judge_protocol.Reply` that says whether
+the token limit cut it) and, for ``verdict: probability``, ``_next_token_probs(messages, continuation, targets)``: the
+probabilities of the tokens that may follow the assistant turn ``continuation`` (see
+:mod:`arena_verl.judge.verdicts.label_probs`)."""
 
 from __future__ import annotations
 

@@ -27,10 +27,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from arena_verl.backend_registry import backend_of
 from arena_verl.core.judge_protocol import JudgeStats, Trace
 from arena_verl.core.tournament import valid_outcome
 from arena_verl.judge.prompting.hygiene import sanitize_trace
-from arena_verl.settings import PYTHON_JUDGE_ARGUMENTS, JudgeSettings
+from arena_verl.settings import JudgeSettings
+from arena_verl.settings_judge import PYTHON_JUDGE_ARGUMENTS
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +100,7 @@ class PythonJudge:
     name = "python"
 
     def __init__(self, settings: JudgeSettings):
-        if settings.backend != "python":
+        if not backend_of(settings).takes_callable:
             raise ValueError(f"PythonJudge needs reward.arena.judge.backend=python, got {settings.backend!r}")
         kwargs = dict(settings.callable_kwargs or {})
         clash = sorted(set(kwargs) & set(PYTHON_JUDGE_ARGUMENTS))

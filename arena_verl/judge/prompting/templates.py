@@ -15,6 +15,7 @@ import functools
 import re
 from pathlib import Path
 
+from arena_verl.backend_registry import backend_of
 from arena_verl.core.sources import classify_source
 from arena_verl.judge.verdicts.parsing import labels_named
 
@@ -43,13 +44,12 @@ def check_judge_templates(judge) -> None:
     and by every model-backed judge when it is built. The simulated and python judges use no template; for a python
     judge the function ``judge.callable`` names is imported instead (a missing module or function is the start-up
     error here, not a referee that falls back on every group)."""
-    if judge.backend == "simulated":
-        return
-    if judge.backend == "python":
-        if judge.callable is not None:  # required where the judge runs (the settings' check); rlvr may leave it out
-            from arena_verl.judge.backends.python_backend import load_callable
+    backend = backend_of(judge)
+    if backend.takes_callable and judge.callable is not None:  # required where the judge runs; rlvr may leave it out
+        from arena_verl.judge.backends.python_backend import load_callable
 
-            load_callable(judge.callable)
+        load_callable(judge.callable)
+    if not backend.prompts:
         return
     if judge.pairwise_template is not None:
         _check_template("judge.pairwise_template", judge.pairwise_template, ("{first}", "{second}"), {"A", "B"})

@@ -17,7 +17,7 @@ from scipy.special import ndtri
 from arena_verl.core.judge_protocol import JudgeStats, Trace
 from arena_verl.judge.simulated.law import DEFAULT_CONCENTRATION, LatencyModel, SimulatedBase, VerdictLaw
 
-__all__ = ["SimulatedTraceJudge", "hashed_quality"]
+__all__ = ["SimulatedTraceJudge", "hashed_quality", "simulated_judge"]
 
 
 def hashed_quality(text: str, seed: int = 0) -> float:
@@ -92,3 +92,18 @@ class SimulatedTraceJudge(SimulatedBase):
         if grade is None:
             self.stats.failures += 1
         return grade
+
+
+def simulated_judge(settings) -> SimulatedTraceJudge:
+    """The SIMULATED judge ``reward.arena.judge.*`` describes (``sim_*``, ``seed``, ``verdict``): the registry's
+    factory of the ``simulated`` backend (:mod:`arena_verl.backend_registry`)."""
+    return SimulatedTraceJudge(
+        sharpness=settings.sim_sharpness,
+        position_bias=settings.sim_position_bias,
+        tie_rate=settings.sim_tie_rate,
+        parse_failure_rate=settings.sim_parse_failure_rate,
+        latency_s=settings.sim_latency_s,
+        latency_sigma=settings.sim_latency_sigma,
+        seed=settings.seed,
+        verdict=settings.verdict,
+    )

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from arena_verl.core.errors import EXIT_OK, guarded
-from arena_verl.data.dumps import blank_line_note, disagreement_note, duplicate_note
+from arena_verl.data.dump_notes import blank_line_note, disagreement_note, duplicate_note
 from arena_verl.evaluation.groups import count_dump_lines, read_groups
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.tables import percent

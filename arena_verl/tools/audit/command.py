@@ -21,9 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from arena_verl.backend_registry import backend_of
 from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError, guarded
 from arena_verl.core.names import VERDICT_MODES
-from arena_verl.data.dumps import blank_line_note, disagreement_note, duplicate_note
+from arena_verl.data.dump_notes import blank_line_note, disagreement_note, duplicate_note
 from arena_verl.evaluation.audit import audit_figures
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.tables import number, percent
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "verification": verification_text(args),
     }
-    simulated = judge_settings.backend == "simulated"
+    simulated = backend_of(judge_settings).simulated
     out = PairsFile(args.out / PAIRS_FILE)
     token_source = None
     try:
@@ -148,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
         if todo:
 
             def write(pair: PairToJudge, calls: tuple[CallMeasure, CallMeasure], judge) -> None:
-                out.append(pair_record(pair, calls, settings, getattr(judge, "name", str(judge_settings.backend))))
+                backend = getattr(judge, "name", str(judge_settings.backend))
+                out.append(pair_record(pair, calls, settings, backend, simulated=simulated))
 
             try:
                 token_source = judge_pairs(todo, judge_settings, args.concurrency, write, total=len(pairs))
@@ -196,7 +198,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def pair_record(
-    pair: PairToJudge, calls: tuple[CallMeasure, CallMeasure], settings: dict[str, Any], backend: str
+    pair: PairToJudge,
+    calls: tuple[CallMeasure, CallMeasure],
+    settings: dict[str, Any],
+    backend: str,
+    *,
+    simulated: bool,
 ) -> dict[str, Any]:
     """The pairs file's line for a judged pair (``pair`` first: a torn line starts as a whole one does)."""
     group = pair.group
@@ -210,7 +217,7 @@ def pair_record(
         "triple": pair.triple,
         **settings,
         "judge_backend": backend,
-        "simulated": backend == "simulated",
+        "simulated": simulated,
         "digests": [response_digest(group.responses[pair.first]), response_digest(group.responses[pair.second])],
         "dump_file": group.dump_file,
         "outcomes": [call.outcome for call in calls],
@@ -307,7 +314,7 @@ def _notes(found: AuditDump, pairs: list[PairToJudge], unselected: int) -> list[
 
 
 def _no_tokens_note(settings: JudgeSettings) -> str:
-    if settings.backend == "simulated":
+    if backend_of(settings).simulated:
         return "tokens: null (the SIMULATED judge reads no tokens)"
     return (
         "tokens: null (this judge keeps no token counters and made no generation that could be counted with its "

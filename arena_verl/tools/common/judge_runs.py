@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 
+from arena_verl.backend_registry import backend_of
 from arena_verl.settings import JudgeSettings
 
 __all__ = ["ray_for_judge", "run_workers"]
@@ -14,10 +15,10 @@ __all__ = ["ray_for_judge", "run_workers"]
 
 @contextlib.contextmanager
 def ray_for_judge(judge_settings: JudgeSettings) -> Iterator[None]:
-    """vLLM engines live in Ray actors: start Ray for a vllm judge unless it runs already; a Ray started here is
-    stopped on the way out."""
+    """vLLM engines live in Ray actors: start Ray for a judge whose engines are Ray actors (the registry's
+    ``gpu_engines``: vllm) unless it runs already; a Ray started here is stopped on the way out."""
     started = False
-    if judge_settings.backend == "vllm":
+    if backend_of(judge_settings).gpu_engines:
         import ray
 
         if not ray.is_initialized():

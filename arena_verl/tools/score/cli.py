@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from arena_verl.backend_registry import backend_of
 from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError, guarded
 from arena_verl.core.names import FIXED_COUNT_STRATEGIES, VERDICT_MODES
 from arena_verl.core.tournament import STRATEGIES
-from arena_verl.data.dumps import blank_line_note, disagreement_note, duplicate_note
+from arena_verl.data.dump_notes import blank_line_note, disagreement_note, duplicate_note
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.verified import DIFFERING_COPIES
 from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec, judge_spec
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         ):
             if note:
                 print(f"warning: {note}", file=sys.stderr)
-        if judge_settings.backend == "simulated":
+        if backend_of(judge_settings).simulated:
             print(SIMULATED_NOTE)
         if out.repaired:
             print(f"{args.out}: dropped a torn last line ({out.repaired} bytes) left by an interrupted run")

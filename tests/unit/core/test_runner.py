@@ -354,24 +354,24 @@ def test_the_idle_gate_holds_back_speculation_and_then_the_rest_of_the_budget():
 
 
 def test_a_judge_that_keeps_raising_does_not_flood_the_log(caplog):
-    from arena_verl.core.tournament import runner
+    from arena_verl.core.tournament import judge_call
 
-    log = runner._RateLimitedFailureLog(full=2, interval_s=3600)
+    log = judge_call._RateLimitedFailureLog(full=2, interval_s=3600)
 
     async def boom():
         raise RuntimeError("judge down")
 
     async def scenario():
         for _ in range(50):
-            assert await runner.contained(boom(), "judge call") is None
+            assert await judge_call.contained(boom(), "judge call") is None
 
-    original = runner._FAILURE_LOG
-    runner._FAILURE_LOG = log
+    original = judge_call._FAILURE_LOG
+    judge_call._FAILURE_LOG = log
     try:
-        with caplog.at_level("WARNING", logger="arena_verl.core.tournament.runner"):
+        with caplog.at_level("WARNING", logger="arena_verl.core.tournament.judge_call"):
             asyncio.run(scenario())
     finally:
-        runner._FAILURE_LOG = original
+        judge_call._FAILURE_LOG = original
     records = [r for r in caplog.records if "judge call failed" in r.getMessage()]
     assert len(records) == 3  # two with a traceback, then one line for the rest of the hour
     assert records[0].exc_info and not records[2].exc_info and log.suppressed == 47
@@ -444,13 +444,15 @@ def test_the_core_types_are_built_once_at_the_edge_with_one_set_of_defaults():
     assert tournament_options(defaults) == TournamentOptions()  # one set of defaults
     settings = ArenaSettings(
         mode="adaptive_pointwise", group_size=6, diversity_tol=0.2, speculative=False, group_deadline_s=30.0,
-        tournament_timeout_s=40.0, completion_grace=2.0, reward_scale=0.3, advantage_norm_by_std=False,
+        tournament_timeout_s=40.0, completion_grace=2.0, reward_scale=0.3, min_verdict_share=0.25,
+        advantage_norm_by_std=False,
         num_referees=4, judge=JudgeSettings(max_concurrency=32, timeout_s=5.0, retries=0), strategy="paced", pace=2.0,
     )  # fmt: skip
     options = referee_options(settings)
     assert options == RefereeOptions(
         mode="adaptive_pointwise", group_size=6, diversity_tol=0.2, speculative=False, group_deadline_s=30.0,
-        tournament_timeout_s=40.0, completion_grace=2.0, reward_scale=0.3, advantage_norm_by_std=False,
+        tournament_timeout_s=40.0, completion_grace=2.0, reward_scale=0.3, min_verdict_share=0.25,
+        advantage_norm_by_std=False,
         call_budget_s=settings.judge.call_budget_s, judge_slots=8, tournament=tournament_options(settings),
     )  # fmt: skip
     assert {f.name for f in dataclasses.fields(RefereeOptions)} - {"call_budget_s", "judge_slots", "tournament"} <= {

@@ -17,7 +17,8 @@ import pandas as pd
 import pytest
 
 from arena_verl.data.dump_files import EvaluationInputError, find_dump_files, select_steps
-from arena_verl.data.dumps import disagreement_note, read_dump_file, read_samples, read_validation_data
+from arena_verl.data.dump_notes import disagreement_note
+from arena_verl.data.dumps import read_dump_file, read_samples, read_validation_data
 from arena_verl.data.prompt_match import PromptIndex
 from arena_verl.evaluation.report import StepReport, evaluate, render_table
 from arena_verl.evaluation.scoring import Scorer, ScoringOptions, benchmark_kind

@@ -68,7 +68,8 @@ def test_an_identical_copy_of_a_uid_counts_once_and_is_reported(tmp_path, capsys
 
 
 def test_the_reader_counts_duplicates_for_every_tool(tmp_path):
-    from arena_verl.data.dumps import duplicate_note, read_dump_file
+    from arena_verl.data.dump_notes import duplicate_note
+    from arena_verl.data.dumps import read_dump_file
 
     file = read_dump_file(_with_repeat(tmp_path, WRONG, 0.0), None)
     assert [(d.line, d.first_line, d.conflicting) for d in file.duplicates] == [(3, 1, True)]
