@@ -1,4 +1,4 @@
-"""Trace tournaments: pair scheduling, order debiasing, Bradley-Terry fits and rewards.
+"""Trace tournaments: pair scheduling, order debiasing, Bradley-Terry fits, their certainty and rewards.
 
 Pure numpy/scipy (layer L0): no Ray, verl, vLLM or HTTP imports, so it can be tested and benchmarked on its own.
 The simulated judge lives with the judges (:mod:`arena_verl.judge.simulated.pairs`).
@@ -12,6 +12,7 @@ from arena_verl.core.tournament.bradley_terry import (
     fit_bradley_terry,
     fit_bradley_terry_batch,
 )
+from arena_verl.core.tournament.certainty import group_certainty
 from arena_verl.core.tournament.judge_call import contained, valid_outcome
 from arena_verl.core.tournament.order import mirror, present
 from arena_verl.core.tournament.runner import (
@@ -48,6 +49,7 @@ __all__ = [
     "bradley_terry_posterior",
     "fit_bradley_terry",
     "fit_bradley_terry_batch",
+    "group_certainty",
     "live_call_count",
     "make_scheduler",
     "mirror",
