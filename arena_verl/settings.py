@@ -162,6 +162,9 @@ class ArenaSettings:
     # A routed group answered with fewer than this share of its planned verdicts gets its verifier rewards (a counted
     # fallback, "thin"): one verdict of six must not become a group's full-size advantages. 0: off.
     min_verdict_share: float = 0.5
+    # A routed group's advantages scaled by its verdicts' certainty (core/tournament/certainty.py), through the arena's
+    # advantage estimator (algorithm.adv_estimator=arena_grpo): a judge with no signal gives little advantage mass.
+    certainty_weighting: bool = False
     group_deadline_s: float = 900.0  # from a group's first sample; then verifier rewards (counted fallback)
     # From group completion; then verifier rewards (counted fallback). None: what the judge needs (one call with its
     # retries, judge_call_bound_s; and completion_grace x judge.timeout_s), at least 900 s.
@@ -216,7 +219,33 @@ def settings_from_config(config: Any) -> ArenaSettings:
         norm = config_value(config, "algorithm.norm_adv_by_std_in_grpo")
         settings = dataclasses.replace(settings, advantage_norm_by_std=True if norm is None else bool(norm))
     validate(settings)
+    check_estimator(settings, config_value(config, "algorithm.adv_estimator"))
     return settings
+
+
+# The advantage estimator that reads the referees' certainties (arena_verl.verl_edge.advantage registers it).
+ARENA_ESTIMATOR = "arena_grpo"
+# Modes whose routed groups are judged in a tournament: the ones certainty weighting can act on.
+_TOURNAMENT_MODES = ("arena", "tournament_all")
+
+
+def check_estimator(settings: ArenaSettings, adv_estimator: Any) -> None:
+    """Refuse a certainty weighting that could not act, naming both keys: another advantage estimator than the arena's
+    (verl's own GRPO would cancel any per-group scale), or a mode without tournaments. ``adv_estimator`` None: not
+    known here (an offline tool), not refused."""
+    if not settings.certainty_weighting:
+        return
+    if settings.mode not in _TOURNAMENT_MODES:
+        raise ValueError(
+            f"{_PREFIX}.certainty_weighting=true acts on tournament-judged groups, which {_PREFIX}.mode="
+            f"{settings.mode!r} has none of: use mode arena or tournament_all, or certainty_weighting=false"
+        )
+    if adv_estimator is not None and adv_estimator != ARENA_ESTIMATOR:
+        raise ValueError(
+            f"{_PREFIX}.certainty_weighting=true needs algorithm.adv_estimator={ARENA_ESTIMATOR} (got "
+            f"{adv_estimator!r}): verl's {adv_estimator} estimator would normalise the certainty away. Set "
+            f"algorithm.adv_estimator={ARENA_ESTIMATOR} (the shipped configs do), or certainty_weighting=false"
+        )
 
 
 def validate(settings: ArenaSettings) -> None:
@@ -292,6 +321,7 @@ def referee_options(settings: ArenaSettings) -> RefereeOptions:
         completion_grace=settings.completion_grace,
         reward_scale=settings.reward_scale,
         min_verdict_share=settings.min_verdict_share,
+        certainty_weighting=settings.certainty_weighting,
         advantage_norm_by_std=settings.advantage_norm_by_std is not False,
         call_budget_s=settings.judge.call_budget_s,
         judge_slots=pool_share(settings.judge.max_concurrency, settings.num_referees),

@@ -93,7 +93,7 @@ fi
 # a comma, '=' or brackets in a path stay part of it.
 CMD=(
   "$PYTHON" -m verl.trainer.main_ppo --config-path="$REPO/configs" --config-name=arena_ppo +arena_setting=cpu
-  algorithm.adv_estimator=grpo
+  algorithm.adv_estimator=arena_grpo
   data.train_files="$(_hq "$TRAIN_FILE")" data.val_files="$(_hq "$VAL_FILE_USED")"
   data.train_batch_size="$BATCH" data.max_response_length="$RESPONSE_LENGTH"
   actor_rollout_ref.model.path="$(_hq "$MODEL_PATH")"

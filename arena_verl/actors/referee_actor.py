@@ -52,6 +52,10 @@ class RefereeActor:
         self.referee._count(step, "samples")
         self.referee._count(step, f"fallback_{reason}")
 
+    async def advantage_groups(self, uids: list) -> dict:
+        """The arena's advantage estimator asks how each group of ``uids`` was rewarded (Referee.advantage_groups)."""
+        return self.referee.advantage_groups(uids)
+
     def judge_backend(self) -> str:
         return self.referee.judge.name
 

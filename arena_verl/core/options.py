@@ -58,6 +58,7 @@ class RefereeOptions:
     completion_grace: float | None
     reward_scale: float
     min_verdict_share: float  # a routed group with fewer of its planned verdicts gets its verifier rewards
+    certainty_weighting: bool  # the arena's estimator scales a routed group's advantages by its certainty
     advantage_norm_by_std: bool  # how the step's advantage figures are computed (verl's norm_adv_by_std)
     call_budget_s: float  # the longest one judge call may take (judge.call_budget_s)
     judge_slots: int  # this referee's share of the judge's concurrency (judge.max_concurrency / num_referees)

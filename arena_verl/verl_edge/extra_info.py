@@ -28,7 +28,8 @@ EXTRA_INFO_KEYS = (
     "arena/win_rate",  # tournament win rate, -1 when the sample played no match
     "arena/judge_calls",  # judge calls charged to the sample's group
     "arena/judge_failures",  # of those, calls without a usable verdict
-    "arena/fallback",  # 0 none, 1 deadline, 2 judge_error, 3 referee_lost, 4 overflow, 5 late
+    "arena/fallback",  # 0 none, 1 deadline, 2 judge_error, 3 referee_lost, 4 overflow, 5 late, 6 thin
+    "arena/certainty",  # the routed group's certainty in [0, 1] (core/tournament/certainty.py); -1 when not routed
     "acc",  # 1 if the verifier said correct: verl's DAPO filter (filter_groups.metric=acc) and val-core acc metrics
 )
 
@@ -47,6 +48,7 @@ def reward_answer(verified: VerifyResult, verdict: Verdict, validation: bool) ->
         "arena/judge_calls": float(verdict.judge_calls),
         "arena/judge_failures": float(verdict.judge_failures),
         "arena/fallback": float(verdict.fallback),
+        "arena/certainty": float(verdict.certainty),
         "acc": float(verified.status == "correct"),
     }
     reward = float(verdict.reward)

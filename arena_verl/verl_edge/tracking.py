@@ -16,6 +16,7 @@ from typing import Any
 from arena_verl.core.names import FALLBACK_REASONS
 from arena_verl.core.referee.metrics import COUNTERS, derive_metrics
 from arena_verl.settings import ArenaSettings, settings_from_config
+from arena_verl.verl_edge.advantage import pop_step_figures, use_settings
 
 logger = logging.getLogger(__name__)
 
@@ -175,6 +176,7 @@ def reader_from_config(config: Any) -> ArenaMetricsReader | None:
     except Exception as exc:  # noqa: BLE001  (bad settings are reported by the reward manager itself)
         logger.debug("arena metrics disabled: %r", exc)
         return None
+    use_settings(settings)  # the arena's advantage estimator asks these referees (same process as the tracker)
     return ArenaMetricsReader(settings) if settings.log_metrics else None
 
 
@@ -200,7 +202,7 @@ def install_tracking_hook() -> None:
                     data = {**data, **generation_metrics(data, prompts, group_size)}
                 if reader is not None:
                     arena = reader.step_metrics()
-                    data = {**data, **arena}
+                    data = {**data, **arena, **pop_step_figures()}
                     warning = degraded_step_warning(step, arena)
                     if warning:
                         logger.warning(warning)

@@ -3,7 +3,8 @@ the code logs, and every name the code logs is documented.
 
 What the code logs is read from the code that makes each step's log: the referee's counters and the figures derived
 from them (``core/referee/metrics.py``: ``COUNTERS``, ``derive_metrics``), what the tracker hook adds per step
-(``verl_edge/tracking.py``: ``ArenaMetricsReader.step_metrics``, ``generation_metrics``). The documented names are
+(``verl_edge/tracking.py``: ``ArenaMetricsReader.step_metrics``, ``generation_metrics``) and the advantage figures of
+the arena's estimator (``verl_edge/advantage.py``: ``route_figures``). The documented names are
 the ``arena/...`` names of the per-step sections (``a_b|c`` stands for ``a_b`` and ``a_c``), and the bare counter
 names of the "and the counters ..." paragraph, which the tracker logs as ``arena/<counter>`` (backticked words inside
 parentheses there are explanations, not names).
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from arena_verl.core.referee.metrics import COUNTERS, derive_metrics
 from arena_verl.settings import ArenaSettings
+from arena_verl.verl_edge.advantage import ROUTES, route_figures
 from arena_verl.verl_edge.tracking import ArenaMetricsReader, generation_metrics
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"
@@ -32,6 +34,7 @@ def emitted_names(monkeypatch) -> set[str]:
     monkeypatch.setitem(sys.modules, "ray", types.ModuleType("ray"))  # no referee shard is read: no Ray needed
     names |= set(ArenaMetricsReader(ArenaSettings(num_referees=0)).step_metrics())
     names |= set(generation_metrics({}, prompts_per_batch=1, group_size=1))
+    names |= set(route_figures([1.0] * len(ROUTES), ROUTES))
     return names
 
 

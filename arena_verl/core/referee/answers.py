@@ -60,6 +60,7 @@ def tournament_verdicts(
     verifier_rewards: Sequence[float],
     planned: int,
     min_share: float,
+    certainty: float = -1.0,
 ) -> list[Verdict]:
     """A finished tournament's verdicts: each member's reward (``rewards``, from the fitted strengths), strength and
     win rate (-1 for a member that played no match). Routed when enough verdicts went into the fit; otherwise every
@@ -67,7 +68,10 @@ def tournament_verdicts(
 
     - ``judge_error``: no verdict at all (every call failed, or was cut at the completion grace: a judge that is
       gone, or far slower than it was);
-    - ``thin``: some verdicts, fewer than ``min_share`` of the ``planned`` calls (:func:`is_thin`)."""
+    - ``thin``: some verdicts, fewer than ``min_share`` of the ``planned`` calls (:func:`is_thin`).
+
+    ``certainty``: the fit's certainty (:func:`~arena_verl.core.tournament.certainty.group_certainty`), on the
+    verdicts of a routed group (-1 on a fallback's)."""
     win_rate = result.win_rate
     judged_nothing = result.judge_calls > 0 and result.answered_calls <= 0
     fallback = 0
@@ -87,6 +91,7 @@ def tournament_verdicts(
             judge_failures=result.failed_calls,
             routed=not fallback,
             fallback=fallback,
+            certainty=-1.0 if fallback else float(certainty),
         )
         for i in range(len(given))
     ]

@@ -53,6 +53,7 @@ class Verdict:
     judge_failures: int = 0  # of the group's judge calls
     fallback: int = 0
     routed: bool = False  # the reward came from judge verdicts (a tournament whose every call failed: False)
+    certainty: float = -1.0  # a routed tournament's certainty that its traces differ, in [0, 1]; -1 otherwise
 
 
 class Arrival(enum.Enum):
@@ -80,6 +81,9 @@ class Group:
         self.speculative_failures = 0  # of those, calls without a verdict after a failed attempt
         self.position: dict[str, float] = {}  # position_figures() of its tournament's verdicts
         self.order_effect: float | None = None  # its fitted first-position bonus (order_effect: true)
+        # Kept once answered, for the arena's advantage estimator (Referee.advantage_groups): how it was rewarded.
+        self.route_class: str | None = None  # "routed", "mixed" (diverse, verifier rewards) or "uniform" (the rest)
+        self.certainty = -1.0
         self.complete = False
         self.answered = False
         self.deadline: asyncio.TimerHandle | None = None

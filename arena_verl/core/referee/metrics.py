@@ -73,6 +73,8 @@ COUNTERS = (
     "order_pairs_consistent",  # ... where every verdict preferred the same trace (outcome on its side of 0.5)
     "order_effect_sum",  # the fitted first-position bonus (order_effect: true), summed over routed tournaments
     "order_effect_fits",
+    "certainty_sum",  # routed tournaments' certainty that their traces differ (core/tournament/certainty.py), summed
+    "certainty_groups",  # ... over this many routed tournaments
 )
 
 
@@ -166,6 +168,9 @@ def group_counts(
         counts.update(utilisation_counts([v.reward for v in verdicts], verifier_rewards, norm_by_std))
     if routed:
         counts.update(position)
+        if verdicts[0].certainty >= 0:
+            counts["certainty_sum"] += verdicts[0].certainty
+            counts["certainty_groups"] += 1
         if order_effect is not None:
             counts["order_effect_sum"] += order_effect
             counts["order_effect_fits"] += 1
@@ -218,6 +223,8 @@ def derive_metrics(counts: dict[str, float]) -> dict[str, float]:
         out["arena/first_position_win_share"] = share("verdicts_first_won", counts["verdicts_decided"])
     if counts.get("order_pairs", 0):
         out["arena/self_consistency"] = share("order_pairs_consistent", counts["order_pairs"])
+    if counts.get("certainty_groups", 0):  # left out in a step without a routed tournament
+        out["arena/certainty"] = share("certainty_sum", counts["certainty_groups"])
     if counts.get("order_effect_fits", 0):
         out["arena/order_effect"] = share("order_effect_sum", counts["order_effect_fits"])
     return out

@@ -45,6 +45,7 @@ from arena_verl.core.referee.groups import (
     GroupBook,
     Submission,
     Verdict,
+    group_key,
     normalised,
     stable_seed,
 )
@@ -57,7 +58,7 @@ from arena_verl.core.referee.metrics import (
 )
 from arena_verl.core.referee.speculation import Speculation, speculation_step
 from arena_verl.core.routing import is_uniform, route_of, tournament_rewards
-from arena_verl.core.tournament import Tournament, contained, count_planned_calls, valid_outcome
+from arena_verl.core.tournament import Tournament, contained, count_planned_calls, group_certainty, valid_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -264,8 +265,9 @@ class Referee:
         group.position = position_figures(result.comparisons)
         if self.options.tournament.order_effect and result.answered_calls > 0:
             group.order_effect = float(result.order_effect)
+        certainty = group_certainty(group.size, result.comparisons, result.strengths, result.order_effect)
         verdicts = tournament_verdicts(
-            result, rewards, uniform, group.rewards(), planned, self.options.min_verdict_share
+            result, rewards, uniform, group.rewards(), planned, self.options.min_verdict_share, certainty
         )
         if verdicts and verdicts[0].fallback == FALLBACK_THIN:
             self._count(group.step, "thin_verdicts", result.answered_calls)
@@ -303,8 +305,27 @@ class Referee:
         verdicts = verifier_verdicts(rewards, judge_calls=calls, judge_failures=failures, fallback=FALLBACK_DEADLINE)
         self._deliver(group, verdicts, is_uniform(rewards, self.options.diversity_tol))
 
+    def advantage_groups(self, uids) -> dict[str, tuple[str, float]]:
+        """For the arena's advantage estimator: each answered group of ``uids`` this referee remembers, as
+        ``(route_class, weight)``: ``route_class`` "routed" (its rewards came from judge verdicts), "mixed" (a diverse
+        group with its verifier rewards) or "uniform" (the rest); ``weight`` the factor on its GRPO advantages, the
+        group's certainty for a routed tournament when ``certainty_weighting`` is on, else 1. Unknown uids are left
+        out (the estimator gives them GRPO's advantages)."""
+        weighting = self.options.certainty_weighting
+        out = {}
+        for uid in uids:
+            group = self._book.recent.get(group_key(uid))
+            if group is None or group.route_class is None:
+                continue
+            weight = group.certainty if weighting and group.certainty >= 0 else 1.0
+            out[uid] = (group.route_class, float(weight))
+        return out
+
     def _deliver(self, group: Group, verdicts: list[Verdict], uniform: bool) -> None:
         group.answered = True
+        routed = any(v.routed for v in verdicts)
+        group.route_class = "routed" if routed else "mixed" if not uniform and group.complete else "uniform"
+        group.certainty = max((v.certainty for v in verdicts), default=-1.0) if routed else -1.0
         if group.deadline is not None:
             group.deadline.cancel()
         for future, verdict in zip(group.futures, verdicts):

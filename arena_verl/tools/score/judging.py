@@ -18,7 +18,7 @@ from typing import Any
 from arena_verl.core.options import TournamentOptions
 from arena_verl.core.referee.metrics import position_figures
 from arena_verl.core.routing import tournament_rewards
-from arena_verl.core.tournament import Tournament, TournamentResult, valid_outcome
+from arena_verl.core.tournament import Tournament, TournamentResult, group_certainty, valid_outcome
 from arena_verl.judge import Trace, make_judge
 from arena_verl.settings import JudgeSettings
 from arena_verl.settings import tournament_options as arena_tournament_options
@@ -118,6 +118,9 @@ async def score_group(group: DumpGroup, judge, settings: dict[str, Any], call_ti
         "pairs": calls,
         "strengths": [float(x) for x in result.strengths],
         "rewards": [float(x) for x in rewards],
+        # How sure the verdicts are that the traces differ: the factor certainty weighting puts on the group's
+        # advantages in training (core/tournament/certainty.py).
+        "certainty": group_certainty(len(group.responses), result.comparisons, result.strengths, result.order_effect),
         "first_wins": _number(position["verdicts_first_won"]),
         "decided": position["verdicts_decided"],
         "elapsed_s": round(time.monotonic() - started, 3),

@@ -445,14 +445,14 @@ def test_the_core_types_are_built_once_at_the_edge_with_one_set_of_defaults():
     settings = ArenaSettings(
         mode="adaptive_pointwise", group_size=6, diversity_tol=0.2, speculative=False, group_deadline_s=30.0,
         tournament_timeout_s=40.0, completion_grace=2.0, reward_scale=0.3, min_verdict_share=0.25,
-        advantage_norm_by_std=False,
+        certainty_weighting=True, advantage_norm_by_std=False,
         num_referees=4, judge=JudgeSettings(max_concurrency=32, timeout_s=5.0, retries=0), strategy="paced", pace=2.0,
     )  # fmt: skip
     options = referee_options(settings)
     assert options == RefereeOptions(
         mode="adaptive_pointwise", group_size=6, diversity_tol=0.2, speculative=False, group_deadline_s=30.0,
         tournament_timeout_s=40.0, completion_grace=2.0, reward_scale=0.3, min_verdict_share=0.25,
-        advantage_norm_by_std=False,
+        certainty_weighting=True, advantage_norm_by_std=False,
         call_budget_s=settings.judge.call_budget_s, judge_slots=8, tournament=tournament_options(settings),
     )  # fmt: skip
     assert {f.name for f in dataclasses.fields(RefereeOptions)} - {"call_budget_s", "judge_slots", "tournament"} <= {

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from arena_verl.core.tournament import live_call_count, round_robin_call_count
+from arena_verl.core.tournament import group_certainty, live_call_count, round_robin_call_count
 from arena_verl.tools.score import ScoreFile, compare_runs, main, read_score_file
 from helpers.score_dumps import PATTERNS, N, keys_of, non_diverse_keys, score, uuid, write_dump
 from helpers.verl_dumps import send_json
@@ -52,6 +52,9 @@ def test_only_non_diverse_groups_are_judged_with_the_strategys_calls(dump, tmp_p
         assert all(abs(r - line["verifier_reward"]) < 0.25 for r in line["rewards"])
         assert len(line["strengths"]) == len(line["rewards"]) == len(line["sample_digests"]) == N
         assert line["first_wins"] == sum(outcome == 1.0 for *_, outcome in line["pairs"])
+        # The group's certainty, as training computes it from the same verdicts and fit.
+        verdicts = [(first, second, 0.5 if o is None else o) for first, second, o in line["pairs"]]
+        assert line["certainty"] == group_certainty(N, verdicts, line["strengths"])
     report = capsys.readouterr().out
     assert "grouped by uid (V1 trainer dump)" in report
     diverse = sum(len(prompts) for prompts in PATTERNS.values()) - len(lines)
