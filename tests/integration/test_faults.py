@@ -122,13 +122,13 @@ def fault_run(assets):
             url = judge.start(0 if new_url else judge.port)
             if new_url:
                 publish(url)
-            return {"back_after_step": max(plan.steps, default=0), "calls": judge.calls}
+            return {"back_at": time.time(), "calls": judge.calls}
 
         return action
 
     def normal_again():
         judge.set_control(delay_s=1.0)  # 1 s a call from now on: groups stay in flight long enough to be hit
-        return {"back_after_step": max(plan.steps, default=0)}
+        return {"back_at": time.time()}
 
     def kill_referee():
         victims = referee_processes(recipe.pid)
@@ -198,6 +198,15 @@ def window(steps, after, until):
     return {n: m for n, m in steps.items() if after < n <= until}
 
 
+def back_after_step(plan, fault: str) -> int:
+    """The step that was running when ``fault`` made the judge answer again (its restart finished, its new address was
+    published): it may still have met the judge as it was. Recovery counts from the steps after it, whatever the
+    restart's duration on this machine."""
+    step = plan.step_running_at(plan.fault(fault).result["back_at"])
+    assert step is not None, f"no step was logged after {fault}"
+    return step
+
+
 def assert_recovered(steps, back_after_step):
     """A clean step within RECOVERY_STEPS of the judge (or referee) answering again."""
     following = [n for n in sorted(steps) if n > back_after_step][:RECOVERY_STEPS]
@@ -254,7 +263,7 @@ def test_a_judge_that_dies_mid_step_is_counted_and_used_again_within_two_steps(f
     # Its verdicts are answers the server logged in that step, before it died (none after: it was gone).
     answered = [a for a in judge.answers() if plan.seen_at[number - 1] < a["t"] <= died_at["t"]]
     assert verdicts_of(step) <= len(answered), (verdicts_of(step), len(answered))
-    assert_recovered(steps, plan.fault(back).result["back_after_step"])
+    assert_recovered(steps, back_after_step(plan, back))
 
 
 def test_no_group_is_trained_on_fewer_than_half_its_planned_verdicts(fault_run):
@@ -275,7 +284,7 @@ def test_the_judge_is_found_at_its_new_url_through_the_url_file(fault_run):
 
 def test_a_slow_judge_falls_back_within_its_bound_and_is_used_again(fault_run):
     plan, steps = fault_run["plan"], steps_by_number(fault_run["summary"])
-    back_after = plan.fault("judge normal again").result["back_after_step"]
+    back_after = back_after_step(plan, "judge normal again")
     slow = window(steps, plan.fault("judge slow").step_before, back_after)
     fell_back = [n for n, m in slow.items() if m["arena/fallback_judge_error"] == BATCH * N]
     assert fell_back, {n: m["arena/fallback_judge_error"] for n, m in slow.items()}
@@ -389,8 +398,7 @@ def fault_table(fault_run, resumed_run) -> str:
         "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for title, start, end, did in FAULT_ROWS:
-        back = plan.fault(end).result["back_after_step"] if isinstance(plan.fault(end).result, dict) else None
-        back = plan.fault(end).step_before if back is None else back
+        back = back_after_step(plan, end) if isinstance(plan.fault(end).result, dict) else plan.fault(end).step_before
         first_clean = min(n for n in steps if n > back and clean(steps[n]))
         affected = [n for n in steps if plan.fault(start).step_before < n < first_clean and not clean(steps[n])]
         lost = sum(BATCH * N - len(rollout_scores(fault_run["run_dir"], n)) for n in affected)
