@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arena_verl.backend_registry import BACKENDS, backend_of
+from arena_verl.core.modes import default_strategy, mode_of, needs_judge
 from arena_verl.core.names import (
     DIVERSITY_TOL,
     EXTRACTION_MODES,
@@ -23,7 +24,6 @@ from arena_verl.core.names import (
     PROBABILITY_READS_PER_VERDICT,
     STRATEGIES,
     VERDICT_MODES,
-    default_strategy,
 )
 from arena_verl.core.options import RefereeOptions, TournamentOptions
 from arena_verl.core.referee.admission import pool_share
@@ -191,7 +191,7 @@ class ArenaSettings:
 
     @property
     def uses_judge(self) -> bool:
-        return self.mode != "rlvr"
+        return needs_judge(self.mode)
 
 
 def settings_from_config(config: Any) -> ArenaSettings:
@@ -225,8 +225,6 @@ def settings_from_config(config: Any) -> ArenaSettings:
 
 # The advantage estimator that reads the referees' certainties (arena_verl.verl_edge.advantage registers it).
 ARENA_ESTIMATOR = "arena_grpo"
-# Modes whose routed groups are judged in a tournament: the ones certainty weighting can act on.
-_TOURNAMENT_MODES = ("arena", "tournament_all")
 
 
 def check_estimator(settings: ArenaSettings, adv_estimator: Any) -> None:
@@ -235,7 +233,7 @@ def check_estimator(settings: ArenaSettings, adv_estimator: Any) -> None:
     known here (an offline tool), not refused."""
     if not settings.certainty_weighting:
         return
-    if settings.mode not in _TOURNAMENT_MODES:
+    if not mode_of(settings.mode).plays_tournaments:  # routed groups judged in a tournament: what it acts on
         raise ValueError(
             f"{_PREFIX}.certainty_weighting=true acts on tournament-judged groups, which {_PREFIX}.mode="
             f"{settings.mode!r} has none of: use mode arena or tournament_all, or certainty_weighting=false"

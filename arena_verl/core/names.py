@@ -10,8 +10,6 @@ verified and which judge template it gets.
 
 __all__ = [
     "MODES",
-    "DEFAULT_STRATEGY",
-    "default_strategy",
     "STRATEGIES",
     "FIXED_COUNT_STRATEGIES",
     "FAILURE_POLICIES",
@@ -33,15 +31,9 @@ __all__ = [
     "DIVERSITY_TOL",
 ]
 
-# reward.arena.mode: RLVR, RLAIF pointwise, ArenaRL (full tournament), adaptive pointwise, the arena.
+# reward.arena.mode: RLVR, RLAIF pointwise, ArenaRL (full tournament), adaptive pointwise, the arena. What each one
+# means (its routes, rewards, speculation and default strategy): arena_verl/core/modes.py.
 MODES = ("rlvr", "pointwise", "tournament_all", "adaptive_pointwise", "arena")
-# The strategy of a mode when reward.arena.strategy is null: the paper's ArenaRL baseline is a full round robin.
-DEFAULT_STRATEGY = {"tournament_all": "round_robin", "arena": "live"}
-
-
-def default_strategy(mode: str) -> str:
-    """The schedule a mode uses when reward.arena.strategy is null (live where the mode has none of its own)."""
-    return DEFAULT_STRATEGY.get(mode, "live")
 
 
 STRATEGIES = ("round_robin", "live", "random", "info_gain", "paced")

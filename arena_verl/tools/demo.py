@@ -35,7 +35,8 @@ import numpy as np
 from arena_verl import sample_traces
 from arena_verl.backend_registry import backend_of
 from arena_verl.core.errors import InputError, guarded
-from arena_verl.core.names import DIVERSITY_TOL, MODES, ROUTE_NAMES, STRATEGIES, default_strategy
+from arena_verl.core.modes import default_strategy, needs_judge
+from arena_verl.core.names import DIVERSITY_TOL, MODES, ROUTE_NAMES, STRATEGIES
 from arena_verl.core.referee.metrics import NONZERO_ADVANTAGE_TOL
 from arena_verl.core.routing import is_uniform
 from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec
@@ -220,7 +221,7 @@ def reward_step(args: argparse.Namespace, judge, samples: list[Sample], group_si
             started = time.perf_counter()
             out = manager.compute_rm_score(batch)
             elapsed = time.perf_counter() - started
-            referee = ray.get_actor("arena_referee_0") if args.mode != "rlvr" else None
+            referee = ray.get_actor("arena_referee_0") if needs_judge(args.mode) else None
             metrics = ray.get(referee.metrics.remote()) if referee is not None else {}
         finally:
             ray.shutdown()

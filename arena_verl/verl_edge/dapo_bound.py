@@ -27,6 +27,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from arena_verl.core.modes import needs_judge
 from arena_verl.verl_edge.import_hooks import after_import
 from arena_verl.verl_edge.tracking import _uses_arena
 
@@ -180,7 +181,7 @@ def bound_from_config(config: Any) -> GenerationBound | None:
         logger.debug("DAPO bound without referee figures: %r", exc)
         settings = None
     mode = settings.mode if settings is not None else "arena"
-    label = "rlvr_dapo" if mode == "rlvr" else f"{mode} + DAPO"
+    label = f"{mode} + DAPO" if needs_judge(mode) else f"{mode}_dapo"  # rlvr_dapo: the baseline's config name
     figures = referee_figures(settings) if settings is not None else None
     return GenerationBound(train_batch_size, group_size, max_batches, label=label, figures=figures)
 

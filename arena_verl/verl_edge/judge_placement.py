@@ -31,6 +31,7 @@ import dataclasses
 from typing import Any
 
 from arena_verl.backend_registry import BACKENDS
+from arena_verl.core.modes import needs_judge
 
 __all__ = ["verl_placement_problems", "check_verl_placement", "RECIPE_OVERRIDES"]
 
@@ -64,7 +65,7 @@ def _served_by_verl(config, settings) -> bool:
         mode = str(_get(config, "reward.arena.mode", ArenaSettings.mode))
         backend = str(_get(config, "reward.arena.judge.backend", JudgeSettings.backend))
         base_url = _get(config, "reward.arena.judge.base_url", JudgeSettings.base_url)
-    return mode != "rlvr" and _takes_verl_router(backend) and base_url == "verl"
+    return needs_judge(mode) and _takes_verl_router(backend) and base_url == "verl"
 
 
 def _takes_verl_router(backend: str) -> bool:

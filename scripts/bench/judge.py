@@ -55,8 +55,8 @@ def counting_judge(settings, tokenizer, counters: dict):
     from arena_verl.judge.backends.vllm_backend import VLLMJudge
 
     class CountingJudge(VLLMJudge):
-        async def _generate(self, messages, temperature):
-            text = await super()._generate(messages, temperature)
+        async def _generate(self, messages, temperature, group=None):
+            text = await super()._generate(messages, temperature, group)
             counters["prompt_tokens"] += len(tokenizer.encode(render_chat(tokenizer, messages)))
             counters["output_tokens"] += len(tokenizer.encode(text))
             return text

@@ -184,8 +184,8 @@ async def measure_paths(judge, tokenizer, *, groups: int, trace_words: int) -> d
     generated = {"tokens": 0, "calls": 0}
     plain_generate = judge._generate
 
-    async def counted_generate(messages, temperature):
-        text = await plain_generate(messages, temperature)
+    async def counted_generate(messages, temperature, group=None):
+        text = await plain_generate(messages, temperature, group)
         generated["tokens"] += len(tokenizer.encode(str(text), add_special_tokens=False))
         generated["calls"] += 1
         return text

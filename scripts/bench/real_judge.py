@@ -272,9 +272,9 @@ def record_generations(judge, store: list[dict], tokenizer) -> None:
 
     inner = judge._generate
 
-    async def generate(messages, temperature):
+    async def generate(messages, temperature, group=None):
         started = time.perf_counter()
-        text = await inner(messages, temperature)
+        text = await inner(messages, temperature, group)
         store.append({"temperature": temperature, "seconds": round(time.perf_counter() - started, 3), "reply": text,
                       "verdict": parse_verdict(text),
                       "tokens_in": len(tokenizer.encode(render_chat(tokenizer, messages))),
@@ -291,9 +291,9 @@ def record_reads(judge, reads: list[dict], readings: list[dict], tokenizer) -> N
 
     inner = judge._next_token_probs
 
-    async def next_token_probs(messages, continuation, targets):
+    async def next_token_probs(messages, continuation, targets, group=None):
         started = time.perf_counter()
-        probabilities = await inner(messages, continuation, targets)
+        probabilities = await inner(messages, continuation, targets, group)
         prompt = render_chat(tokenizer, messages, continuation)
         reads.append({"seconds": round(time.perf_counter() - started, 3), "continuation": continuation[-80:],
                       "tokens_in": len(tokenizer.encode(prompt)), "tokens_out": 1,

@@ -30,7 +30,7 @@ class ScriptedJudge(ModelJudge):
         self.replies = list(replies)
         self.temperatures = []
 
-    async def _generate(self, messages, temperature):
+    async def _generate(self, messages, temperature, group=None):
         self.temperatures.append(temperature)
         reply = self.replies.pop(0)
         if isinstance(reply, BaseException):
@@ -73,7 +73,7 @@ def test_reference_is_shown_only_when_configured():
     seen = []
 
     class Capturing(ScriptedJudge):
-        async def _generate(self, messages, temperature):
+        async def _generate(self, messages, temperature, group=None):
             seen.append(messages[0]["content"])
             return "[[A]]"
 

@@ -106,9 +106,9 @@ def test_real_transformers_judge_on_two_pairs(model_dir, one_thread):
     generations = []
     inner = judge._generate
 
-    async def counted(messages, temperature):
+    async def counted(messages, temperature, group=None):
         generations.append(temperature)
-        return await inner(messages, temperature)
+        return await inner(messages, temperature, group)
 
     judge._generate = counted
     good = "Subtract 3 from both sides: $2x = 8$. Divide by 2: $x = 4$. Check: $2 \\cdot 4 + 3 = 11$. $\\boxed{4}$"

@@ -22,6 +22,7 @@ import time
 from arena_verl.core.counts import is_count
 from arena_verl.core.judge_protocol import Judge
 from arena_verl.core.limiter import PRIORITY_COMPLETE, PriorityLimiter
+from arena_verl.core.modes import mode_of
 from arena_verl.core.names import (
     FALLBACK_DEADLINE,
     FALLBACK_JUDGE_ERROR,
@@ -155,8 +156,10 @@ class Referee:
     def _speculate(self, group: Group) -> None:
         """Live tournament: start judging the newest trace while the group can still be routed to a tournament."""
         s = self.options
-        # only the arena's speculation asks whether the rewards so far are equal
-        uniform = s.speculative and s.mode == "arena" and is_uniform(group.rewards(), s.diversity_tol)
+        # only a mode whose route depends on diversity (the arena) asks whether the rewards so far are equal
+        mode = mode_of(s.mode)
+        reads_diversity = s.speculative and mode.speculates and mode.routes_by_diversity
+        uniform = reads_diversity and is_uniform(group.rewards(), s.diversity_tol)
         step = speculation_step(s.mode, s.speculative, uniform, group.tournament is not None, len(group.members))
         if step is Speculation.STOP:
             self._stop_judging(group)

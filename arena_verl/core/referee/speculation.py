@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import enum
 
+from arena_verl.core.modes import MODE_TABLE, mode_of
+
 __all__ = ["Speculation", "speculation_step", "SPECULATIVE_MODES"]
 
-SPECULATIVE_MODES = ("arena", "tournament_all")  # the modes that may route a group to a tournament
+# The modes that judge a group while it arrives (the mode table's ``speculates``: those that may route it to a
+# tournament).
+SPECULATIVE_MODES = tuple(name for name, mode in MODE_TABLE.items() if mode.speculates)
 
 
 class Speculation(enum.Enum):
@@ -22,21 +26,24 @@ def speculation_step(mode: str, speculative: bool, uniform_so_far: bool, judging
     Parameters
     ----------
     mode : str
-        ``reward.arena.mode``. In ``tournament_all`` every group plays; in ``arena`` only a non-diverse one.
+        ``reward.arena.mode`` (:mod:`arena_verl.core.modes`): a mode that does not speculate skips; in one whose
+        route does not depend on diversity (``tournament_all``) every group plays; in one whose does (``arena``)
+        only a group that is non-diverse so far.
     speculative : bool
         ``reward.arena.speculative``.
     uniform_so_far : bool
-        Whether the verifier rewards of the samples so far are equal within ``diversity_tol`` (read in ``arena``
-        only).
+        Whether the verifier rewards of the samples so far are equal within ``diversity_tol`` (read only in a mode
+        whose route depends on diversity).
     judging : bool
         Whether the group has a tournament running.
     members : int
         Samples of the group so far, this one included.
     """
-    if not speculative or mode not in SPECULATIVE_MODES:
+    declared = mode_of(mode)
+    if not speculative or not declared.speculates:
         return Speculation.SKIP
-    if mode == "arena" and not uniform_so_far:
+    if declared.routes_by_diversity and not uniform_so_far:
         return Speculation.STOP
-    if not judging and members > 1 and mode == "arena":
+    if not judging and members > 1 and declared.routes_by_diversity:
         return Speculation.SKIP  # speculation was cancelled before: a diverse group never becomes uniform again
     return Speculation.JUDGE

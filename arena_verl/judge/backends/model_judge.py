@@ -1,14 +1,15 @@
 """What every model-backed judge shares: prompts, strict parsing with a bounded re-ask, timeouts, transient-error
 retries with exponential backoff, a concurrency cap, and counted failures. A backend implements
-``_generate(messages, temperature) -> str`` (or a :class:`~arena_verl.core.judge_protocol.Reply` that says whether
-the token limit cut it) and, for ``verdict: probability``, ``_next_token_probs(messages, continuation, targets)``: the
-probabilities of the tokens that may follow the assistant turn ``continuation`` (see
-:mod:`arena_verl.judge.verdicts.label_probs`)."""
+``_generate(messages, temperature, group) -> str`` (or a :class:`~arena_verl.core.judge_protocol.Reply` that says
+whether the token limit cut it) and, for ``verdict: probability``, ``_next_token_probs(messages, continuation,
+targets, group)``: the probabilities of the tokens that may follow the assistant turn ``continuation`` (see
+:mod:`arena_verl.judge.verdicts.label_probs`). ``group`` is the call's group (None: a call of no group), passed down
+from ``compare``/``score`` for a backend that sends a group's requests to one engine or replica (its prefix cache holds
+the group's prompts); a backend that does not route ignores it."""
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 from collections.abc import Callable, Iterable
 
@@ -31,7 +32,7 @@ from arena_verl.settings import JudgeSettings
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ModelJudge", "PermanentJudgeError", "routing_group"]
+__all__ = ["ModelJudge", "PermanentJudgeError"]
 
 _DELIMITER_CACHE = 10_000
 
@@ -42,16 +43,6 @@ class PermanentJudgeError(RuntimeError):
 
 class _NoReading(Exception):
     """A probability read that failed after its retries (the call has no verdict)."""
-
-
-# The group of the call in progress, for a backend that routes a group's calls to one engine or replica (its prefix
-# cache holds the group's prompts): set by compare/score around their requests, read where a request is sent.
-_ROUTING_GROUP: contextvars.ContextVar[str | None] = contextvars.ContextVar("arena_judge_group", default=None)
-
-
-def routing_group() -> str | None:
-    """The group of the judge call this request belongs to (None: a call of no group)."""
-    return _ROUTING_GROUP.get()
 
 
 def _never(text: str) -> None:
@@ -99,10 +90,12 @@ class ModelJudge:
         self._shown: dict[str, set[int]] = {}  # group: hashes of its traces already in stats.trace_tokens
         check_judge_templates(settings)  # a judge built directly (not from a checked config) refuses them too
 
-    async def _generate(self, messages: list[dict], temperature: float) -> str:
+    async def _generate(self, messages: list[dict], temperature: float, group: str | None = None) -> str:
         raise NotImplementedError
 
-    async def _next_token_probs(self, messages: list[dict], continuation: str, targets: LabelTargets) -> dict:
+    async def _next_token_probs(
+        self, messages: list[dict], continuation: str, targets: LabelTargets, group: str | None = None
+    ) -> dict:
         """``{token text: probability}`` of the token after the assistant turn ``continuation`` (at least the label
         tokens of ``targets`` the backend can see; tokens with the same text summed)."""
         raise NotImplementedError(f"the {self.name} judge cannot read verdict probabilities")
@@ -158,13 +151,6 @@ class ModelJudge:
         task: str = "math",
         group: str | None = None,
     ) -> float | None:
-        token = _ROUTING_GROUP.set(group)
-        try:
-            return await self._compare(problem, first, second, reference, task, group)
-        finally:
-            _ROUTING_GROUP.reset(token)
-
-    async def _compare(self, problem, first, second, reference, task, group) -> float | None:
         self._note_traces(group, first.text, second.text)
         template = self.settings.pairwise_template or task
         messages = build_pairwise_messages(
@@ -179,20 +165,14 @@ class ModelJudge:
             special_tokens=self.special_tokens,
         )
         if self.settings.verdict == "probability":
-            return await self._ask_probability(messages, pairwise_targets(load_template(template)), parse_verdict)
-        verdict = await self._ask(messages, parse_verdict)
+            targets = pairwise_targets(load_template(template))
+            return await self._ask_probability(messages, targets, parse_verdict, group)
+        verdict = await self._ask(messages, parse_verdict, group)
         return None if verdict is None else VERDICT_OUTCOME[verdict]
 
     async def score(
         self, problem: str, trace: Trace, reference: str | None = None, *, task: str = "math", group: str | None = None
     ) -> float | None:
-        token = _ROUTING_GROUP.set(group)
-        try:
-            return await self._score(problem, trace, reference, group)
-        finally:
-            _ROUTING_GROUP.reset(token)
-
-    async def _score(self, problem, trace, reference, group) -> float | None:
         self._note_traces(group, trace.text)
         messages = build_pointwise_messages(
             problem,
@@ -206,15 +186,15 @@ class ModelJudge:
         )
         if self.settings.verdict == "probability":
             targets = pointwise_targets(load_template(self.settings.pointwise_template))
-            return await self._ask_probability(messages, targets, parse_score)
-        return await self._ask(messages, parse_score)
+            return await self._ask_probability(messages, targets, parse_score, group)
+        return await self._ask(messages, parse_score, group)
 
-    async def _ask(self, messages: list[dict], parse):
+    async def _ask(self, messages: list[dict], parse, group: str | None):
         await self._ready()
         self.stats.calls += 1
         for attempt in range(self.settings.parse_retries + 1):
             temperature = self.settings.temperature if attempt == 0 else self.settings.retry_temperature
-            raw = await self._generate_with_retries(messages, temperature)
+            raw = await self._generate_with_retries(messages, temperature, group)
             if raw is None:
                 break
             if getattr(raw, "truncated", False):
@@ -229,14 +209,16 @@ class ModelJudge:
         self.stats.failures += 1
         return None
 
-    async def _ask_probability(self, messages: list[dict], targets: LabelTargets, parse) -> float | None:
+    async def _ask_probability(
+        self, messages: list[dict], targets: LabelTargets, parse, group: str | None
+    ) -> float | None:
         """A verdict read from the labels' probabilities at the verdict position (see the class docstring)."""
         await self._ready()
         self.stats.calls += 1
         s = self.settings
 
         async def read(continuation: str, at: LabelTargets):
-            probabilities = await self._with_retries(lambda: self._next_token_probs(messages, continuation, at))
+            probabilities = await self._with_retries(lambda: self._next_token_probs(messages, continuation, at, group))
             if probabilities is None:
                 raise _NoReading
             return probabilities
@@ -245,7 +227,7 @@ class ModelJudge:
             continuation = VERDICT_PREFIX
             if s.think_first:
                 temperature = s.temperature if attempt == 0 else s.retry_temperature
-                reasoning = await self._generate_with_retries(messages, temperature)
+                reasoning = await self._generate_with_retries(messages, temperature, group)
                 if reasoning is None:
                     break
                 # A cut reasoning still gets its verdict, read after all of it: a verdict token its cut end seems to
@@ -266,8 +248,8 @@ class ModelJudge:
         self.stats.failures += 1
         return None
 
-    async def _generate_with_retries(self, messages: list[dict], temperature: float) -> str | None:
-        return await self._with_retries(lambda: self._generate(messages, temperature))
+    async def _generate_with_retries(self, messages: list[dict], temperature: float, group: str | None) -> str | None:
+        return await self._with_retries(lambda: self._generate(messages, temperature, group))
 
     async def _with_retries(self, attempt_call):
         """``attempt_call()``'s result, each attempt under the concurrency cap and ``timeout_s``; transient errors

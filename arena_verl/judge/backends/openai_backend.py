@@ -23,7 +23,7 @@ from pathlib import Path
 
 from arena_verl.core.judge_protocol import Reply
 from arena_verl.judge.backends.endpoint import Endpoint
-from arena_verl.judge.backends.model_judge import ModelJudge, PermanentJudgeError, routing_group
+from arena_verl.judge.backends.model_judge import ModelJudge, PermanentJudgeError
 from arena_verl.judge.prompting.hygiene import special_token_strings
 from arena_verl.judge.prompting.templates import check_judge_templates
 from arena_verl.judge.verdicts.label_probs import LabelTargets, LabelVocabulary, PartialProbabilities
@@ -76,7 +76,7 @@ class OpenAIJudge(ModelJudge):
             )
         return self._session
 
-    async def _generate(self, messages: list[dict], temperature: float) -> str:
+    async def _generate(self, messages: list[dict], temperature: float, group: str | None = None) -> str:
         payload = {
             "model": self.settings.model_path,
             "messages": messages,
@@ -84,7 +84,7 @@ class OpenAIJudge(ModelJudge):
             "top_p": self.settings.top_p,
             "max_tokens": self.settings.max_new_tokens,
         }
-        body = await self._post(payload)
+        body = await self._post(payload, group)
         choice = body["choices"][0]
         # Servers with a reasoning parser return the reasoning separately; the verdict is in the content.
         content = choice["message"].get("content") or ""
@@ -93,7 +93,9 @@ class OpenAIJudge(ModelJudge):
             content = f"<think>\n{reasoning}\n</think>\n\n{content}"  # the verdict is read after all of it
         return Reply(content, truncated=choice.get("finish_reason") == "length")
 
-    async def _next_token_probs(self, messages: list[dict], continuation: str, targets: LabelTargets) -> dict:
+    async def _next_token_probs(
+        self, messages: list[dict], continuation: str, targets: LabelTargets, group: str | None = None
+    ) -> dict:
         payload = {
             "model": self.settings.model_path,
             "messages": [*messages, {"role": "assistant", "content": continuation}],
@@ -108,7 +110,7 @@ class OpenAIJudge(ModelJudge):
         if asked is not None:
             payload["logprob_token_ids"] = asked
         try:
-            body = await self._post(payload)
+            body = await self._post(payload, group)
         except PermanentJudgeError as exc:
             if "logprob_token_ids" not in payload or "logprob_token_ids" not in str(exc):
                 raise
@@ -116,7 +118,7 @@ class OpenAIJudge(ModelJudge):
                            str(exc)[:200], TOP_LOGPROBS)  # fmt: skip
             self.send_label_ids, asked = False, None
             del payload["logprob_token_ids"]
-            body = await self._post(payload)
+            body = await self._post(payload, group)
         probabilities = top_logprobs_by_text(body)
         if asked is not None and _top_entries(body):
             if label_ids_answered(self.vocabulary, asked, body):
@@ -137,14 +139,14 @@ class OpenAIJudge(ModelJudge):
                 TOP_LOGPROBS,
             )
 
-    async def _post(self, payload: dict) -> dict:
-        """One request to the replica of the call's group (:mod:`.endpoint`). A replica that refuses the connection,
+    async def _post(self, payload: dict, group: str | None) -> dict:
+        """One request to the replica of the call's ``group`` (:mod:`.endpoint`). A replica that refuses the connection,
         resets it, answers 5xx or runs into the call's timeout leaves the ring for a while (the retry goes to the
         group's next choice); a 429 (busy) keeps it, and the call is retried there after its backoff."""
         import aiohttp
 
         session = await self._client()
-        url = self.endpoint.pick(routing_group())
+        url = self.endpoint.pick(group)
         self.stats.rerouted = self.endpoint.rerouted  # counted when sent: a rerouted call may fail too
         started = time.monotonic()
         try:

@@ -71,7 +71,7 @@ class TransformersJudge(ModelJudge):
         )
         self.vocabulary = LabelVocabulary(self.tokenizer) if settings.verdict == "probability" else None
 
-    async def _generate(self, messages: list[dict], temperature: float) -> Reply:
+    async def _generate(self, messages: list[dict], temperature: float, group: str | None = None) -> Reply:
         ids = prompt_token_ids(self.tokenizer, messages)
         return await asyncio.get_running_loop().run_in_executor(None, self._generate_sync, ids, temperature)
 
@@ -98,7 +98,9 @@ class TransformersJudge(ModelJudge):
         ended = len(new_tokens) < self.settings.max_new_tokens or int(new_tokens[-1]) in self._stop_ids
         return Reply(self.tokenizer.decode(new_tokens, skip_special_tokens=True), truncated=not ended)
 
-    async def _next_token_probs(self, messages: list[dict], continuation: str, targets: LabelTargets) -> dict:
+    async def _next_token_probs(
+        self, messages: list[dict], continuation: str, targets: LabelTargets, group: str | None = None
+    ) -> dict:
         prompt = prompt_token_ids(self.tokenizer, messages, continuation)
         ids = self.vocabulary.token_ids(targets)
         probabilities = await asyncio.get_running_loop().run_in_executor(None, self._label_probs_sync, prompt, ids)

@@ -33,7 +33,7 @@ import ray
 
 from arena_verl.core.judge_protocol import Reply
 from arena_verl.core.rendezvous import sticky_choice
-from arena_verl.judge.backends.model_judge import ModelJudge, routing_group
+from arena_verl.judge.backends.model_judge import ModelJudge
 from arena_verl.judge.backends.transformers_backend import prompt_token_ids
 from arena_verl.judge.prompting.hygiene import special_token_strings
 from arena_verl.judge.prompting.templates import check_judge_templates
@@ -298,13 +298,12 @@ class VLLMJudge(ModelJudge):
         engine, start = self._starts.get(index, (None, None))
         return engine is self._engines[index] and start.done() and not start.cancelled() and not start.exception()
 
-    def _pick(self) -> int:
-        """The engine of the call's group (rendezvous hashing over the engines' indices: every call of a group goes
+    def _pick(self, group: str | None) -> int:
+        """The engine of the call's ``group`` (rendezvous hashing over the engines' indices: every call of a group goes
         to one engine, whose prefix cache holds its prompts), among the started ones when any is (a replacement may
         still be loading: its groups go to their next choice meanwhile, counted in ``stats.rerouted``). A call of no
         group: the engine with the fewest calls in flight."""
         indices = range(len(self._engines))
-        group = routing_group()
         if group is None or len(self._engines) == 1:
             started = [i for i in indices if self._started(i)] or list(indices)
             return min(started, key=self._inflight.__getitem__)
@@ -312,10 +311,10 @@ class VLLMJudge(ModelJudge):
         self.stats.rerouted += rerouted
         return index
 
-    async def _call(self, method: str, *args):
-        """``engine.<method>(*args, request_id)`` on the least busy engine; a cancelled (timed-out) call aborts its
-        request there; an engine whose actor died is replaced (once, whoever saw the death first)."""
-        index = self._pick()
+    async def _call(self, method: str, *args, group: str | None):
+        """``engine.<method>(*args, request_id)`` on the engine of ``group`` (:meth:`_pick`); a cancelled (timed-out)
+        call aborts its request there; an engine whose actor died is replaced (once, whoever saw the death first)."""
+        index = self._pick(group)
         engine = self._engines[index]
         if not self._started(index):  # a replacement still loading: within this call's timeout
             await asyncio.shield(self._start_of(index))
@@ -337,14 +336,17 @@ class VLLMJudge(ModelJudge):
         finally:
             self._inflight[index] -= 1
 
-    async def _generate(self, messages: list[dict], temperature: float) -> Reply:
-        text, truncated, (prompt, cached) = await self._call("generate", messages, temperature)
+    async def _generate(self, messages: list[dict], temperature: float, group: str | None = None) -> Reply:
+        text, truncated, (prompt, cached) = await self._call("generate", messages, temperature, group=group)
         self.count_usage(prompt, cached)
         return Reply(text, truncated=truncated)
 
-    async def _next_token_probs(self, messages: list[dict], continuation: str, targets: LabelTargets) -> dict:
+    async def _next_token_probs(
+        self, messages: list[dict], continuation: str, targets: LabelTargets, group: str | None = None
+    ) -> dict:
         ids = self.vocabulary.token_ids(targets)
-        logprobs, (prompt, cached) = await self._call("next_token_logprobs", messages, continuation, list(ids))
+        args = (messages, continuation, list(ids))
+        logprobs, (prompt, cached) = await self._call("next_token_logprobs", *args, group=group)
         self.count_usage(prompt, cached)
         return self.vocabulary.by_text((token_id, math.exp(value)) for token_id, value in logprobs.items())
 

@@ -182,9 +182,9 @@ def test_openai_judge_end_to_end_with_the_key_and_the_tokenizer(server, toy_mode
     shown = []
     generate = judge._generate
 
-    async def spy(messages, temperature):
+    async def spy(messages, temperature, group=None):
         shown.append(messages[0]["content"])
-        return await generate(messages, temperature)
+        return await generate(messages, temperature, group)
 
     judge._generate = spy
 

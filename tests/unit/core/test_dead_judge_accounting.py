@@ -67,7 +67,7 @@ class DyingServer(ModelJudge):
         super().__init__(settings)
         self.answers = answers
 
-    async def _generate(self, messages, temperature):
+    async def _generate(self, messages, temperature, group=None):
         if self.answers <= 0:
             raise ConnectionRefusedError("judge server is gone")
         self.answers -= 1
@@ -120,12 +120,12 @@ def test_a_slower_judge_is_waited_for_past_the_grace_until_enough_verdicts_then_
         """Healthy for the first group; then every other request takes 0.3 s (15 times the latency the referee
         learnt: far past its grace) and the rest 30 s."""
 
-        async def _generate(self, messages, temperature):
+        async def _generate(self, messages, temperature, group=None):
             if self.answers <= 0:
                 self.answers -= 1
                 await asyncio.sleep(0.3 if self.answers % 2 else 30)
                 return "[[A]]"
-            return await super()._generate(messages, temperature)
+            return await super()._generate(messages, temperature, group)
 
     judge = SlowerServer(JudgeSettings(timeout_s=60.0, retries=2, backoff_s=5.0), answers=6)
     settings = ArenaSettings(group_size=4, strategy="live", completion_grace=3.0, group_deadline_s=60.0)

@@ -47,7 +47,7 @@ class ScriptedServer(OpenAIJudge):
         self.replies = list(replies)
         self.payloads = []
 
-    async def _post(self, payload):
+    async def _post(self, payload, group=None):
         self.payloads.append(payload)
         return self.replies.pop(0)(payload)
 

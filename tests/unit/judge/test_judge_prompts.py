@@ -376,7 +376,7 @@ def test_a_reply_cut_by_the_token_limit_is_no_verdict_and_is_counted():
     class CutJudge(ModelJudge):
         name = "cut"
 
-        async def _generate(self, messages, temperature):
+        async def _generate(self, messages, temperature, group=None):
             # the echo happened to stop right after a verdict token: the text alone would parse as A
             return Reply("Compare...\n[[A]]", truncated=True)
 

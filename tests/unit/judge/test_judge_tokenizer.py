@@ -40,7 +40,7 @@ def shown_traces(judge, calls: int = 1) -> list[str]:
     """The traces the judge's prompts show, for ``calls`` comparisons of LONG against a short trace."""
     prompts = []
 
-    async def canned(messages, temperature):
+    async def canned(messages, temperature, group=None):
         prompts.append(messages[0]["content"])
         return "[[A]]"
 

@@ -23,7 +23,7 @@ class Words(ModelJudge):
         super().__init__(JudgeSettings(**{"parse_retries": 0, "retries": 0, **settings}),
                          count_tokens=lambda text: len(text.split()))  # fmt: skip
 
-    async def _generate(self, messages, temperature):
+    async def _generate(self, messages, temperature, group=None):
         self.count_usage(30, 12)
         return "[[A]]"
 

@@ -33,11 +33,11 @@ class ScriptedProbabilities(ModelJudge):
         self.asked = []
         self.temperatures = []
 
-    async def _generate(self, messages, temperature):
+    async def _generate(self, messages, temperature, group=None):
         self.temperatures.append(temperature)
         return self.replies.pop(0)
 
-    async def _next_token_probs(self, messages, continuation, targets):
+    async def _next_token_probs(self, messages, continuation, targets, group=None):
         self.asked.append((messages[-1]["content"][-40:], continuation))
         answer = self.reads[continuation]
         if isinstance(answer, list):  # one answer per read, in turn

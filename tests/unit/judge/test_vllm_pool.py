@@ -134,7 +134,7 @@ def test_calls_go_to_started_engines_first():
 
     async def scenario():
         judge._start_of(0), await judge._start_of(1)
-        return judge._pick()
+        return judge._pick(None)
 
     assert asyncio.run(scenario()) == 1
 

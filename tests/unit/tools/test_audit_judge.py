@@ -277,7 +277,7 @@ def test_a_model_judge_without_token_counters_is_counted_with_its_tokenizer(dump
             super().__init__(JudgeSettings(parse_retries=0), count_tokens=lambda text: len(text.split()))
             self.prompts: list[int] = []
 
-        async def _generate(self, messages, temperature):
+        async def _generate(self, messages, temperature, group=None):
             self.prompts.append(len("\n\n".join(m["content"] for m in messages).split()))
             await asyncio.sleep(0)
             return Reply("Both are fine; A is clearer.\n[[A]]")
@@ -298,10 +298,10 @@ def test_a_probability_read_counts_its_prompt_and_no_generated_token(dump, tmp_p
         def count_tokens(self, text):
             return len(text.split())
 
-        async def _generate(self, messages, temperature):
+        async def _generate(self, messages, temperature, group=None):
             raise AssertionError("a probability read generates nothing")
 
-        async def _next_token_probs(self, messages, continuation, targets):
+        async def _next_token_probs(self, messages, continuation, targets, group=None):
             await asyncio.sleep(0)
             return {"A": 0.75, "B": 0.25}
 
