@@ -101,8 +101,11 @@ class LoopbackJudge:
     def _answered(self) -> int:
         if not self.calls_log:
             return self.calls
-        with self._lock, open(self.calls_log) as log:
-            return sum(1 for _ in log)
+        with self._lock:
+            if not os.path.exists(self.calls_log):  # nothing answered yet
+                return 0
+            with open(self.calls_log) as log:
+                return sum(1 for _ in log)
 
     def _handler(self):
         judge = self
