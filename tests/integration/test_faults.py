@@ -66,7 +66,7 @@ JUDGE_OVERRIDES = (
 # A degraded step may take this much longer than a healthy one: each of a group's calls at its full budget.
 STEP_BOUND_S = CALLS_PER_GROUP * JUDGE.call_budget_s
 PLANNED_STEPS = 40  # more than the faults need: the run ends by preemption
-RECOVERY_STEPS = 2  # a clean step within this many steps of the judge (or the referee) answering again
+RECOVERY_STEPS = 2  # a clean step within this many steps after the one running when the judge answered again
 FALLBACK_NAMES = ("deadline", "judge_error", "referee_lost", "overflow", "late", "thin")
 
 
@@ -200,16 +200,18 @@ def window(steps, after, until):
 
 def back_after_step(plan, fault: str) -> int:
     """The step that was running when ``fault`` made the judge answer again (its restart finished, its new address was
-    published): it may still have met the judge as it was. Recovery counts from the steps after it, whatever the
-    restart's duration on this machine."""
+    published), by the time the test logged: it may still have met the judge as it was, or be clean already. Recovery
+    is looked for from it on, whatever the restart's duration on this machine."""
     step = plan.step_running_at(plan.fault(fault).result["back_at"])
     assert step is not None, f"no step was logged after {fault}"
     return step
 
 
 def assert_recovered(steps, back_after_step):
-    """A clean step within RECOVERY_STEPS of the judge (or referee) answering again."""
-    following = [n for n in sorted(steps) if n > back_after_step][:RECOVERY_STEPS]
+    """A clean step among the step running when the judge (or referee) answered again and the RECOVERY_STEPS after
+    it. A judge at a new address is found by the first call that fails at the old one, so the step after the running
+    one may still count that call's failure."""
+    following = [n for n in sorted(steps) if n >= back_after_step][: RECOVERY_STEPS + 1]
     assert any(clean(steps[n]) for n in following), {n: steps[n]["arena/judge_failures"] for n in following}
 
 
@@ -398,8 +400,11 @@ def fault_table(fault_run, resumed_run) -> str:
         "| --- | --- | ---: | ---: | ---: | ---: |",
     ]
     for title, start, end, did in FAULT_ROWS:
-        back = back_after_step(plan, end) if isinstance(plan.fault(end).result, dict) else plan.fault(end).step_before
-        first_clean = min(n for n in steps if n > back and clean(steps[n]))
+        # From the step running when the judge answered again; the referee's kill: from the step it hit.
+        back = (
+            back_after_step(plan, end) if isinstance(plan.fault(end).result, dict) else plan.fault(end).step_before + 1
+        )
+        first_clean = min(n for n in steps if n >= back and clean(steps[n]))
         affected = [n for n in steps if plan.fault(start).step_before < n < first_clean and not clean(steps[n])]
         lost = sum(BATCH * N - len(rollout_scores(fault_run["run_dir"], n)) for n in affected)
         seconds = plan.seen_at[first_clean] - plan.fault(end).fired_at
