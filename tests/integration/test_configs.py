@@ -50,7 +50,7 @@ def test_config_composes_with_verls_tree_and_sets_known_keys_only(name, setting,
     if name == "arena_ppo":
         return
     assert config.actor_rollout_ref.actor.policy_loss.loss_mode == "cispo"
-    assert config.algorithm.adv_estimator == "grpo" and config.actor_rollout_ref.rollout.n == 8
+    assert config.algorithm.adv_estimator == "arena_grpo" and config.actor_rollout_ref.rollout.n == 8
     assert settings.group_size == 8
     assert config.algorithm.filter_groups.enable == (name == "rlvr_dapo")
     if name == "rlvr_dapo":
