@@ -3,6 +3,7 @@ and the verifier-reward verdicts of every fallback. Pure functions of plain valu
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,7 +18,14 @@ from arena_verl.core.names import (
 from arena_verl.core.referee.groups import Verdict
 from arena_verl.core.routing import pointwise_reward
 
-__all__ = ["NEUTRAL_SCORE", "verifier_verdicts", "tournament_verdicts", "pointwise_verdicts", "is_thin"]
+__all__ = [
+    "NEUTRAL_SCORE",
+    "verifier_verdicts",
+    "tournament_verdicts",
+    "pointwise_verdicts",
+    "is_thin",
+    "verdicts_needed",
+]
 
 NEUTRAL_SCORE = 0.5  # what a failed pointwise score counts as
 
@@ -46,11 +54,16 @@ def verifier_verdicts(
     ]
 
 
+def verdicts_needed(planned: int, min_share: float) -> int:
+    """The verdicts a tournament of ``planned`` calls needs to be trained on: ``min_share`` of them, rounded up."""
+    return math.ceil(min_share * planned)
+
+
 def is_thin(answered: int, planned: int, min_share: float) -> bool:
     """Whether a tournament answered with ``answered`` of its ``planned`` verdicts has too few to train on: fewer
-    than ``min_share`` of them (0: never). Its fitted strengths would rest on one or two verdicts, yet GRPO's std
-    normalisation would turn them into advantages as large as a verifier's real contrast."""
-    return answered < min_share * planned
+    than :func:`verdicts_needed` (``min_share`` 0: never). Its fitted strengths would rest on one or two verdicts, yet
+    GRPO's std normalisation would turn them into advantages as large as a verifier's real contrast."""
+    return answered < verdicts_needed(planned, min_share)
 
 
 def tournament_verdicts(

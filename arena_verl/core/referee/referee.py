@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 
 from arena_verl.core.counts import is_count
@@ -39,7 +38,7 @@ from arena_verl.core.referee.admission import (
     completion_deadline,
     shed_counter,
 )
-from arena_verl.core.referee.answers import pointwise_verdicts, tournament_verdicts, verifier_verdicts
+from arena_verl.core.referee.answers import pointwise_verdicts, tournament_verdicts, verdicts_needed, verifier_verdicts
 from arena_verl.core.referee.groups import (
     Arrival,
     Group,
@@ -261,7 +260,7 @@ class Referee:
         deadline = completion_deadline(self.options.completion_grace, self._latency.seconds)
         planned = await self._planned_calls(group.size)
         # The grace never cuts a group below what the thin rule needs while calls in flight could still give it.
-        enough = max(1, math.ceil(self.options.min_verdict_share * planned))
+        enough = max(1, verdicts_needed(planned, self.options.min_verdict_share))
         result = await group.tournament.finish(deadline_s=deadline, min_verdicts=enough)
         self._count(group.step, "judge_calls_dropped", result.dropped_calls)
         rewards = tournament_rewards(self.options.mode, result.strengths, group.rewards(), self.options.reward_scale)

@@ -338,7 +338,6 @@ class Tournament:
         """Fit the verdicts received so far."""
         tally = _Tally(self.num_items)
         for _, first, second, outcome in sorted(self._verdicts):
-            tally.failed_calls += outcome is None
             counted = self._counted(outcome)
             if counted is not None:
                 tally.record(first, second, counted)
@@ -350,7 +349,7 @@ class Tournament:
             comparisons=tally.comparisons,
             strengths=strengths,
             judge_calls=self.judge_calls,
-            failed_calls=tally.failed_calls + self.cut_failures,
+            failed_calls=self.failures,
             order_effect=bias,
             rounds_after_last_arrival=self._rounds_after_last,
             wins=tally.wins,
@@ -413,7 +412,6 @@ class _Tally:
         self.comparisons: list[tuple[int, int, float]] = []
         self.wins = np.zeros(num_items)
         self.games = np.zeros(num_items)
-        self.failed_calls = 0
 
     def record(self, first: int, second: int, outcome: float) -> None:
         self.comparisons.append((first, second, outcome))
