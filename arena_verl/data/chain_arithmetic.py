@@ -31,23 +31,51 @@ __all__ = [
     "StepCheck",
     "SPLITS",
     "check_steps",
+    "draw_problem",
     "make_problems",
     "parse_problem",
     "solution_text",
+    "write_problems",
     "write_split",
 ]
 
 # The training mix and the held-out split: (operations, largest operand) levels, drawn uniformly. Training spans
 # easy (one operation on small numbers: groups that are all correct) to hard (four operations on two-digit numbers:
 # groups that are all wrong); held out: five and six operations, which no training problem has.
+# The learning experiment's hard mix (``hard_*``): the levels where, with the starting policy at N=8, at least half
+# the groups are all wrong, at most a quarter of those are tied completely by the step judge, and some are mixed
+# (measured, 96 problems a level: docs/benchmarks/learning/task_mix.json, arena_verl.tools.experiment.task_mix).
+# Its splits: training, the test split the grid reports, the gate's own draw, and the pool the fixed all-wrong set
+# is chosen from.
+HARD_LEVELS = ((4, 9), (4, 20), (5, 9))
 SPLITS = {
     "train": ((1, 9), (1, 40), (2, 9), (2, 40), (3, 20), (3, 60), (4, 40), (4, 99)),
     "test": ((1, 9), (1, 40), (2, 9), (2, 40), (3, 20), (3, 60), (4, 40), (4, 99)),
     "heldout": ((5, 20), (5, 60), (6, 20), (6, 60)),
+    "hard_train": HARD_LEVELS,
+    "hard_test": HARD_LEVELS,
+    "hard_pilot": HARD_LEVELS,
+    "hard_pool": HARD_LEVELS,
 }
-DATA_SOURCES = {"train": "chain_math", "test": "chain_math", "heldout": "chain_math_heldout"}
-# Seeds are offset per split so that a train and a test file made with one seed share no problem stream.
-_SPLIT_SEED = {"train": 0, "test": 1_000_003, "heldout": 2_000_003}
+DATA_SOURCES = {
+    "train": "chain_math",
+    "test": "chain_math",
+    "heldout": "chain_math_heldout",
+    "hard_train": "chain_hard",
+    "hard_test": "chain_hard",
+    "hard_pilot": "chain_hard_pilot",
+    "hard_pool": "chain_all_wrong",
+}
+# Seeds are offset per split so that files made with one seed share no problem stream.
+_SPLIT_SEED = {
+    "train": 0,
+    "test": 1_000_003,
+    "heldout": 2_000_003,
+    "hard_train": 3_000_017,
+    "hard_test": 4_000_037,
+    "hard_pilot": 5_000_011,
+    "hard_pool": 6_000_043,
+}
 _PROBLEM = re.compile(r"Compute (?P<expr>\d+(?:[+-]\d+)+) step by step\.")
 _STEP = re.compile(r"^\s*(?P<left>-?\d+)\s*(?P<op>[+-])\s*(?P<right>\d+)\s*=\s*(?P<result>-?\d+)\s*$")
 _TOKEN = re.compile(r"[+-]|\d+")
@@ -104,10 +132,10 @@ def make_problems(rows: int, split: str, seed: int = 0) -> list[ChainProblem]:
         raise InputError(f"seed must be a whole number >= 0, got {seed}")
     rng = np.random.default_rng(seed + _SPLIT_SEED[split])
     levels = SPLITS[split]
-    return [_problem(rng, *levels[int(rng.integers(len(levels)))]) for _ in range(rows)]
+    return [draw_problem(rng, *levels[int(rng.integers(len(levels)))]) for _ in range(rows)]
 
 
-def _problem(rng: np.random.Generator, operations: int, largest: int) -> ChainProblem:
+def draw_problem(rng: np.random.Generator, operations: int, largest: int) -> ChainProblem:
     value = int(rng.integers(1, largest + 1))
     numbers, ops = [value], []
     for _ in range(operations):
@@ -179,14 +207,18 @@ def problem_len(problem: ChainProblem) -> int:
 
 
 def write_split(path: str | Path, rows: int, split: str, seed: int = 0) -> int:
-    """``rows`` problems of ``split`` as a verl parquet file (``data_source`` :data:`DATA_SOURCES`, matched by the
-    arena's math verifier; ``extra_info.operations`` the problem's length, for per-level figures). Returns the row
-    count."""
+    """``rows`` problems of ``split`` as a verl parquet file (see :func:`write_problems`). Returns the row count."""
+    return write_problems(path, make_problems(rows, split, seed), split)
+
+
+def write_problems(path: str | Path, problems: list[ChainProblem], split: str, data_source: str | None = None) -> int:
+    """``problems`` as a verl parquet file (``data_source``: :data:`DATA_SOURCES` of ``split`` unless given, matched
+    by the arena's math verifier; ``extra_info.operations`` the problem's length, for per-level figures)."""
     from arena_verl.data.verl_layout import verl_row, write_parquet
 
     records = []
-    for index, problem in enumerate(make_problems(rows, split, seed)):
-        row = verl_row(DATA_SOURCES[split], problem.question, str(problem.answer), split, index)
+    for index, problem in enumerate(problems):
+        row = verl_row(data_source or DATA_SOURCES[split], problem.question, str(problem.answer), split, index)
         row["extra_info"]["operations"] = problem_len(problem)
         records.append(row)
     write_parquet(records, path, what=f"{split} split")

@@ -26,7 +26,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["PolicySettings", "build_step_policy", "group_kinds", "CHAT_TEMPLATE"]
+__all__ = ["PolicySettings", "build_step_policy", "group_kinds", "load_policy", "sample_group", "CHAT_TEMPLATE"]
 
 # The prompt as the rollout renders it (verl applies the chat template with add_generation_prompt): the question,
 # a newline, and the answer follows. Kept trivial so that the SFT texts and verl's prompts are the same tokens.
@@ -187,35 +187,17 @@ def group_kinds(folder: str | Path, settings: PolicySettings, log=print, split: 
     ``measure_prompts`` problems of ``split`` drawn as the experiment draws them, per number of operations too. An
     answer is right when its ``Answer:`` line (the arena verifier's extraction) equals the problem's value."""
     import torch
-    from transformers import AutoTokenizer, Qwen2ForCausalLM
 
     from arena_verl.data.chain_arithmetic import make_problems
     from arena_verl.verify.extraction import extract_final_answer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(folder))
-    model = Qwen2ForCausalLM.from_pretrained(str(folder)).eval()
+    model, tokenizer = load_policy(folder)
     torch.manual_seed(settings.seed)
     problems = make_problems(settings.measure_prompts, split, seed=settings.seed + 104729)
     kinds = {"all_correct": 0, "all_wrong": 0, "mixed": 0}
     by_ops: dict[int, list[float]] = {}
     for problem in problems:
-        prompt = tokenizer.apply_chat_template(
-            [{"role": "user", "content": problem.question}], add_generation_prompt=True, tokenize=False
-        )
-        ids = torch.tensor([tokenizer.encode(prompt, add_special_tokens=False)] * settings.group_size)
-        with torch.no_grad():
-            out = model.generate(
-                ids,
-                attention_mask=torch.ones_like(ids),
-                do_sample=True,
-                temperature=1.0,
-                top_p=1.0,
-                top_k=0,
-                max_new_tokens=96,
-                pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=tokenizer.eos_token_id,
-            )
-        texts = tokenizer.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
+        texts = sample_group(model, tokenizer, problem.question, settings.group_size)
         right = [extract_final_answer(text)[0] == str(problem.answer) for text in texts]
         share = sum(right) / len(right)
         kinds["all_correct" if share == 1 else "all_wrong" if share == 0 else "mixed"] += 1
@@ -231,6 +213,37 @@ def group_kinds(folder: str | Path, settings: PolicySettings, log=print, split: 
     }
     log(f"  group kinds at N={settings.group_size} ({split}): {json.dumps(result)}")
     return result
+
+
+def load_policy(folder: str | Path):
+    """(model in eval mode, tokenizer) of a built policy folder."""
+    from transformers import AutoTokenizer, Qwen2ForCausalLM
+
+    return Qwen2ForCausalLM.from_pretrained(str(folder)).eval(), AutoTokenizer.from_pretrained(str(folder))
+
+
+def sample_group(model, tokenizer, question: str, group_size: int, max_new_tokens: int = 96) -> list[str]:
+    """``group_size`` completions of ``question`` as the rollout samples them (the chat template, temperature 1,
+    no top-p or top-k), decoded without special tokens. Seeded by the caller's ``torch.manual_seed``."""
+    import torch
+
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": question}], add_generation_prompt=True, tokenize=False
+    )
+    ids = torch.tensor([tokenizer.encode(prompt, add_special_tokens=False)] * group_size)
+    with torch.no_grad():
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=True,
+            temperature=1.0,
+            top_p=1.0,
+            top_k=0,
+            max_new_tokens=max_new_tokens,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
+    return tokenizer.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -55,13 +55,22 @@ def test_every_arm_ran_its_steps_once_and_the_report_is_written(quick_grid):
     for arm, record in results["arms"].items():
         (run,) = record["runs"]
         assert run["seed"] == 0 and run["steps_logged"] == [1, 2, 3] and run["duplicate_steps"] == [], arm
-        assert set(run["final"]) >= {"step_s", "generations", "val/chain_math", "val/chain_math_heldout"}, arm
+        assert set(run["final"]) >= {"step_s", "generations", "val/chain_hard", "val/chain_all_wrong"}, arm
         assert [row["step"] for row in run["val"]] == [0, 3], arm  # before training and at the last step
+        # Before and after training, per split, from verl's validation dumps: pass rate and valid prefix.
+        for ends in (run["start"], run["end"]):
+            assert set(ends) == {"test", "all_wrong"}, arm
+            assert ends["test"]["pass"]["samples"] == 8 and 0 <= ends["test"]["prefix"]["mean"] <= 1, arm
+        per_step = [json.loads(line) for line in (out / run["per_step"]).read_text().splitlines()]
+        assert [row["step"] for row in per_step] == [1, 2, 3], arm
+        for row in per_step:  # the update's own figures, logged by verl, and the batch's prefix from its dump
+            assert all(row[k] is not None for k in ("entropy", "grad_norm", "pg_loss", "prefix", "score_mean")), row
         for row in run["steps"]:
             assert row["generations"] == 2 * 8 and row["fallbacks"] == 0, arm
             if arm == "rlvr":  # the verifier-only control routes nothing and never calls a judge
                 assert row["judge_calls"] == 0 and row["groups_routed"] == 0, row
-    assert results["val_sources"] == ["chain_math", "chain_math_heldout"]
+    assert results["val_sources"] == ["chain_all_wrong", "chain_hard"]
+    assert set(results["paired"]) == {"arena_live"} and results["paired"]["arena_live"]["pass_hard"]["seeds"] == [0]
     for name in ("val_by_step.png", "val_by_generations.png", "non_diverse.png", "advantage.png", "report.html"):
         assert (out / name).stat().st_size > 0, name
     built = json.loads((out.parent / "cache").glob("step_policy-*/built.json").__next__().read_text())

@@ -1,17 +1,23 @@
 """``arena-verl experiment``: the learning experiment, the arena against RLVR, RLVR + DAPO and a random judge, with
 verl's real trainer on CPU through the experiment recipes.
 
-    arena-verl experiment --out runs/learning                     # the full grid (hours; resumable)
+    arena-verl experiment --out runs/learning --gate              # the gate's pilots: RLVR must move the policy
+    arena-verl experiment --out runs/learning                     # the full grid (hours; resumable), after the gate
     arena-verl experiment --out /tmp/quick --quick                # CI's form: one seed, rlvr and arena_live, 3 steps
     arena-verl experiment --out runs/learning --arms rlvr,arena_live --seeds 1
     arena-verl experiment --out runs/learning --report-only       # results.json and the report from finished runs
 
-It builds what the runs share (the warmed policy, cached by its settings under ``--cache``; the training, test and
-held-out splits under ``OUT/assets``), then runs every arm x seed as ``bash recipes/<recipe>.sh`` with ``SETTING=cpu``
-(one at a time by default: a run takes both cores; ``--jobs N``: N at once, whose step times are not comparable
-with a run alone). A finished run (its ``result.json``) is never redone; an
-unfinished one is started again from nothing. After each run ``OUT/results.json``, ``OUT/report.html`` and the PNG
-plots are written again from every finished run. Progress: one line per change (run k of n, step, ETA).
+It builds what the runs share (the warmed policy, cached by its settings under ``--cache``; under ``OUT/assets`` the
+hard training mix, the hard test split, the gate's own hard draw and the fixed all-wrong set), then runs every arm x
+seed as ``bash recipes/<recipe>.sh`` with ``SETTING=cpu`` (one at a time by default: a run takes both cores;
+``--jobs N``: N at once, whose step times are not comparable with a run alone). A finished run (its ``result.json``)
+is never redone; an unfinished one is started again from nothing. After each run ``OUT/results.json``,
+``OUT/report.html`` and the PNG plots are written again from every finished run. Progress: one line per change
+(run k of n, step, ETA).
+
+**The gate.** ``--gate`` runs RLVR alone at each of ``--learning-rates`` (seed 0), validated on the gate's own hard
+draw, and writes ``OUT/gate.json``; the grid runs only once a pilot has moved the policy (its pass rate or its valid
+prefix rose by at least three standard errors, neither fell by three), at that pilot's learning rate.
 
 The judges are programs (:mod:`arena_verl.judge.programs`), standing in for an LLM judge: see
 :mod:`arena_verl.tools.experiment.arms`. Exit status: 0 every run finished, 1 a run failed (the others still ran;
@@ -32,8 +38,9 @@ import time
 from pathlib import Path
 
 from arena_verl.core.errors import InputError
-from arena_verl.tools.experiment.arms import ARMS, DEFAULT_ARMS, FULL, QUICK, Plan
-from arena_verl.tools.experiment.grid import RECIPES, grid_runs, is_finished, run_one
+from arena_verl.tools.experiment.arms import ARMS, DEFAULT_ARMS, FULL, GATE_ARM, GATE_LEARNING_RATES, QUICK, Plan
+from arena_verl.tools.experiment.gate import gate_record, learning_rates
+from arena_verl.tools.experiment.grid import RECIPES, Run, grid_runs, is_finished, run_one
 from arena_verl.tools.experiment.report import write_report
 from arena_verl.tools.experiment.results import aggregate
 
@@ -46,7 +53,7 @@ MAX_SEEDS = 20
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="the grid's folder (runs, assets, results, report)")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds per arm (default 3; --quick: 1)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per arm (default 4; --quick: 1)")
     parser.add_argument(
         "--arms",
         default=None,
@@ -61,6 +68,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--policy", type=Path, default=None, help="a policy folder to train instead of the warmed one (not built)"
+    )
+    parser.add_argument("--gate", action="store_true", help="run the gate's pilots (RLVR alone) instead of the grid")
+    parser.add_argument(
+        "--learning-rates",
+        default=None,
+        help="the gate's learning rates, comma-separated (default "
+        + ",".join(f"{lr:g}" for lr in GATE_LEARNING_RATES)
+        + ")",
     )
     parser.add_argument("--report-only", action="store_true", help="no runs: results and report from finished runs")
     parser.add_argument(
@@ -97,7 +112,14 @@ def _policy_settings(quick: bool):
 
 
 def _experiment_record(plan: Plan, quick: bool) -> dict:
-    return {"plan": dataclasses.asdict(plan), "quick": quick, "policy": dataclasses.asdict(_policy_settings(quick))}
+    from arena_verl.data.chain_arithmetic import SPLITS
+
+    return {
+        "plan": {k: v for k, v in dataclasses.asdict(plan).items() if k not in ("learning_rate", "val_splits")},
+        "quick": quick,
+        "policy": dataclasses.asdict(_policy_settings(quick)),
+        "levels": {name: SPLITS[split] for name, split in ASSET_SPLITS.items()},
+    }
 
 
 def _claim(out: Path, record: dict) -> None:
@@ -115,27 +137,40 @@ def _claim(out: Path, record: dict) -> None:
     path.write_text(json.dumps(record, indent=1) + "\n")
 
 
+# The assets' splits (arena_verl.data.chain_arithmetic.SPLITS); the all-wrong set is drawn from its pool split.
+ASSET_SPLITS = {"train": "hard_train", "test": "hard_test", "pilot": "hard_pilot", "all_wrong": "hard_pool"}
+
+
 def build_assets(out: Path, plan: Plan, cache: Path, quick: bool, log, policy: Path | None = None) -> dict[str, Path]:
-    from arena_verl.data.chain_arithmetic import write_split
+    from arena_verl.data.chain_arithmetic import make_problems, write_problems, write_split
     from arena_verl.testing.step_policy import build_step_policy
 
-    assets = out / "assets"
-    files = {
-        "train": (assets / "train.parquet", plan.train_rows, "train"),
-        "test": (assets / "test.parquet", plan.val_rows, "test"),
-        "heldout": (assets / "heldout.parquet", plan.val_rows, "heldout"),
-    }
-    for path, rows, split in files.values():
-        if not path.is_file():
-            write_split(path, rows, split, seed=0)
     if policy is not None:
         if not (policy / "config.json").is_file():
             raise InputError(f"--policy {policy}: not a model folder (no config.json)")
-        return {"policy": policy.resolve(), **{name: path for name, (path, _, _) in files.items()}}
-    settings = _policy_settings(quick)
-    log(f"policy: warmed Qwen2 {settings.key()} under {cache} (built once per settings: a few minutes)")
-    policy = build_step_policy(cache, settings, log=log)
-    return {"policy": policy, **{name: path for name, (path, _, _) in files.items()}}
+        policy = policy.resolve()
+    else:
+        settings = _policy_settings(quick)
+        log(f"policy: warmed Qwen2 {settings.key()} under {cache} (built once per settings: minutes)")
+        policy = build_step_policy(cache, settings, log=log)
+    assets = out / "assets"
+    sizes = {"train": plan.train_rows, "test": plan.val_rows, "pilot": plan.val_rows}
+    files = {name: assets / f"{name}.parquet" for name in ASSET_SPLITS}
+    for name, rows in sizes.items():
+        if not files[name].is_file():
+            write_split(files[name], rows, ASSET_SPLITS[name], seed=0)
+    if not files["all_wrong"].is_file():
+        from arena_verl.tools.experiment.task_mix import all_wrong_problems
+
+        pool = make_problems(4 * plan.all_wrong_rows, ASSET_SPLITS["all_wrong"], seed=0)
+        log(f"all-wrong set: sampling the starting policy on {len(pool)} hard problems")
+        found = all_wrong_problems(policy, pool, group_size=8)
+        chosen = found[: plan.all_wrong_rows]
+        (assets / "all_wrong.json").write_text(
+            json.dumps({"pool": len(pool), "all_wrong": len(found), "kept": len(chosen), "group_size": 8}) + "\n"
+        )
+        write_problems(files["all_wrong"], chosen, ASSET_SPLITS["all_wrong"], data_source="chain_all_wrong")
+    return {"policy": policy, **files}
 
 
 def _finished_results(out: Path, arms: list) -> dict[str, list[dict]]:
@@ -162,6 +197,8 @@ def write_results(out: Path, arms: list, plan: Plan, assets: dict[str, Path]) ->
         dataclasses.asdict(plan),
         {"policy": str(assets["policy"]), "policy_build": policy_record, **{k: str(v) for k, v in assets.items()}},
     )
+    gate = out / "gate.json"
+    summary["gate"] = json.loads(gate.read_text()) if gate.is_file() else None
     tmp = out / "results.json.tmp"
     tmp.write_text(json.dumps(summary, indent=1) + "\n")
     os.replace(tmp, out / "results.json")
@@ -194,7 +231,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     out = _check_out(args.out)
     arms = _arms(args.arms, args.quick)
-    seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
+    seeds = args.seeds if args.seeds is not None else (1 if args.quick else 4)
     if isinstance(seeds, bool) or not 1 <= seeds <= MAX_SEEDS:
         raise InputError(f"--seeds must be between 1 and {MAX_SEEDS}, got {seeds}")
     # One at a time, --quick too: two trainers starting side by side on 2 cores gained nothing here (264 s for both
@@ -209,37 +246,50 @@ def _run(args: argparse.Namespace) -> int:
     record = _experiment_record(plan, args.quick)
     if args.policy is not None:
         record["policy"] = str(args.policy.resolve())
+    rates = learning_rates(args.learning_rates, GATE_LEARNING_RATES)
     _claim(out, record)
 
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
     assets = build_assets(out, plan, args.cache, args.quick, log, args.policy)
-    runs = grid_runs(arms, seeds)
+    if args.gate:
+        planned = [(Run(ARMS[GATE_ARM], 0, label=_gate_label(lr)), gate_plan(plan, lr)) for lr in rates]
+    else:
+        if not args.quick:
+            plan = _gated_plan(out, plan)
+        planned = [(item, plan) for item in grid_runs(arms, seeds)]
     if args.report_only:
         summary = write_results(out, arms, plan, assets)
         log(f"results: {out / 'results.json'}" if summary else "no finished run yet")
         return 0
-    todo = [r for r in runs if not is_finished(r, out)]
-    log(
-        f"{_count(len(runs), 'run')} ({_count(len(arms), 'arm')} x {_count(seeds, 'seed')}), "
-        f"{len(runs) - len(todo)} finished, {len(todo)} to run"
+    todo = [(r, p) for r, p in planned if not is_finished(r, out)]
+    what = (
+        f"{_count(len(rates), 'pilot')} of the gate"
+        if args.gate
+        else f"{_count(len(arms), 'arm')} x {_count(seeds, 'seed')}"
     )
+    log(f"{_count(len(planned), 'run')} ({what}), {len(planned) - len(todo)} finished, {len(todo)} to run")
     failed = []
     durations = [
-        json.loads((r.folder(out) / "result.json").read_text()).get("wall_s", 0.0) for r in runs if is_finished(r, out)
+        json.loads((r.folder(out) / "result.json").read_text()).get("wall_s", 0.0)
+        for r, _ in planned
+        if is_finished(r, out)
     ]
     lock, stop = threading.Lock(), threading.Event()
 
-    def attempt(index: int, item) -> None:
+    def attempt(index: int, pair) -> None:
+        item, item_plan = pair
         with lock:
-            number = runs.index(item) + 1
+            number = [r for r, _ in planned].index(item) + 1
             mean_s = sum(durations) / len(durations) if durations else None
             eta = f", ETA {(len(todo) - index) * mean_s / 60 / jobs:.0f} min" if mean_s else ""
-            head = f"run {number} of {len(runs)}: {item.arm.name} seed {item.seed}{eta}"
+            head = f"run {number} of {len(planned)}: {item.name} seed {item.seed}{eta}"
             log(head)
         started = time.monotonic()
-        rc, result = run_one(item, plan, assets, out, lambda line: log(f"  {head}: {line}"), stop if jobs > 1 else None)
+        rc, result = run_one(
+            item, item_plan, assets, out, lambda line: log(f"  {head}: {line}"), stop if jobs > 1 else None
+        )
         with lock:  # one writer of results.json and the report at a time
             if result is None:
                 failed.append(item)
@@ -247,20 +297,62 @@ def _run(args: argparse.Namespace) -> int:
             else:
                 durations.append(time.monotonic() - started)
                 log(f"  {head}: done in {durations[-1]:.0f} s")
-                write_results(out, arms, plan, assets)
+                if args.gate:
+                    write_gate(out)
+                else:
+                    write_results(out, arms, plan, assets)
 
     if jobs == 1:
-        for index, item in enumerate(todo):
-            attempt(index, item)
+        for index, pair in enumerate(todo):
+            attempt(index, pair)
     else:
         _in_threads(attempt, todo, jobs, stop)
-    summary = write_results(out, arms, plan, assets)
-    if summary:
-        log(f"results: {out / 'results.json'}, report: {out / 'report.html'}")
+    if args.gate:
+        gate = write_gate(out)
+        log(
+            f"gate: {out / 'gate.json'}: "
+            + (f"passed at {gate['learning_rate']:g}" if gate["passed"] else "not passed")
+        )
+    else:
+        summary = write_results(out, arms, plan, assets)
+        if summary:
+            log(f"results: {out / 'results.json'}, report: {out / 'report.html'}")
     if failed:
-        log(f"{len(failed)} run(s) failed: {', '.join(f'{r.arm.name} seed {r.seed}' for r in failed)}; rerun to retry")
+        log(f"{len(failed)} run(s) failed: {', '.join(f'{r.name} seed {r.seed}' for r in failed)}; rerun to retry")
         return 1
     return 0
+
+
+def _gate_label(rate: float) -> str:
+    return f"gate_lr{rate:g}"
+
+
+def gate_plan(plan: Plan, rate: float) -> Plan:
+    """A pilot's plan: the grid's shapes at ``rate``, validated on the gate's own hard draw."""
+    return dataclasses.replace(plan, learning_rate=rate, val_splits=("pilot",))
+
+
+def write_gate(out: Path) -> dict:
+    """``OUT/gate.json`` from every finished pilot."""
+    results = [json.loads(p.read_text()) for p in sorted((out / "runs").glob("gate_lr*/seed0/result.json"))]
+    record = gate_record(results)
+    tmp = out / "gate.json.tmp"
+    tmp.write_text(json.dumps(record, indent=1) + "\n")
+    os.replace(tmp, out / "gate.json")
+    return record
+
+
+def _gated_plan(out: Path, plan: Plan) -> Plan:
+    """The grid's plan at the gate's learning rate; the grid does not run on a policy RLVR did not move."""
+    path = out / "gate.json"
+    if not path.is_file():
+        raise InputError(
+            f"no gate in {out}: run the gate's pilots first (--gate); the grid runs on a policy RLVR moves"
+        )
+    gate = write_gate(out)
+    if not gate["passed"]:
+        raise InputError(f"{path}: no pilot moved the policy without collapse; the grid is not run (see the pilots)")
+    return dataclasses.replace(plan, learning_rate=gate["learning_rate"])
 
 
 def _in_threads(attempt, todo: list, jobs: int, stop: threading.Event) -> None:

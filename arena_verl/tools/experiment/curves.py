@@ -3,7 +3,9 @@
 Per training step: the step's time, its generations (DAPO's discarded ones included) and their running sum, the
 non-diverse shares (all correct, all wrong), the share of samples with a non-zero advantage and the mean |advantage|
 of the rewards the run trained on, the mean response length, judge calls, and the time the reward stage added after
-the step's last sample. Per validation: the pass rate (mean ``acc``) on each validation data source.
+the step's last sample; the update's entropy, gradient norm, KL and policy loss, the advantages by route, the
+judge's certainty and the valid-step prefix of the step's batch. Per validation: the pass rate (mean ``acc``) on each
+validation data source.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from arena_verl.data.metrics_log import logged_step, scan_records
 from arena_verl.evaluation.tables import finite_or_none
+from arena_verl.tools.experiment.measures import rollout_prefix
 
 __all__ = ["STEP_FIGURES", "run_curves", "val_sources"]
 
@@ -39,6 +42,17 @@ STEP_FIGURES = {
     "reward_tail_s": ("arena/tail_after_last_sample_s",),
     "first_position_win_share": ("arena/first_position_win_share",),
     "score_mean": ("critic/score/mean",),
+    # What the update did: the policy's entropy, the gradient norm, the approximate KL between the rollout policy and
+    # the updated one, the policy loss, and the advantages the trainer used (by route: the arena_grpo estimator's).
+    "entropy": ("actor/entropy",),
+    "grad_norm": ("actor/grad_norm",),
+    "kl": ("actor/ppo_kl",),
+    "pg_loss": ("actor/pg_loss",),
+    "mean_abs_advantage_routed": ("arena/mean_abs_advantage_routed",),
+    "mean_abs_advantage_mixed": ("arena/mean_abs_advantage_mixed",),
+    "certainty": ("arena/certainty",),
+    "advantages_max": ("critic/advantages/max",),
+    "advantages_min": ("critic/advantages/min",),
 }
 _VAL_ACC = re.compile(r"^val-core/(?P<source>[^/]+)/acc/mean@(?P<n>\d+)$")
 
@@ -70,6 +84,9 @@ def run_curves(folder: Path) -> dict[str, Any]:
         row = {"step": step}
         for name, keys in STEP_FIGURES.items():
             row[name] = next((_finite(by_step[step][k]) for k in keys if k in by_step[step]), None)
+        # The step judge's measure on the step's own batch, from verl's rollout dump (None: not dumped).
+        dump = Path(folder) / "rollout" / f"{step}.jsonl"
+        row["prefix"] = rollout_prefix(dump) if dump.is_file() else None
         generations_so_far += row["generations"] or 0.0
         row["generations_cumulative"] = generations_so_far
         steps.append(row)

@@ -24,6 +24,7 @@ from pathlib import Path
 from arena_verl.data.metrics_log import scan_records
 from arena_verl.tools.experiment.arms import Arm, Plan
 from arena_verl.tools.experiment.curves import run_curves
+from arena_verl.tools.experiment.measures import split_questions, validation_figures
 
 __all__ = ["Run", "RECIPES", "RunStopped", "grid_runs", "run_one"]
 
@@ -55,9 +56,14 @@ _RECIPE_ENV = (
 class Run:
     arm: Arm
     seed: int
+    label: str | None = None  # the run's folder under runs/ when not its arm's name (the gate's pilots)
+
+    @property
+    def name(self) -> str:
+        return self.label or self.arm.name
 
     def folder(self, out: Path) -> Path:
-        return out / "runs" / self.arm.name / f"seed{self.seed}"
+        return out / "runs" / self.name / f"seed{self.seed}"
 
 
 def grid_runs(arms: list[Arm], seeds: int) -> list[Run]:
@@ -77,7 +83,7 @@ def run_environment(run: Run, plan: Plan, assets: dict[str, Path], folder: Path)
         SETTING="cpu",
         MODEL_PATH=str(assets["policy"]),
         TRAIN_FILES=str(assets["train"]),
-        VAL_FILES=f"{assets['test']},{assets['heldout']}",
+        VAL_FILES=",".join(str(assets[name]) for name in plan.val_splits),
         SEED=str(run.seed),
         RUN_DIR=str(folder),
         TOTAL_STEPS=str(plan.steps),
@@ -87,7 +93,7 @@ def run_environment(run: Run, plan: Plan, assets: dict[str, Path], folder: Path)
         VAL_TEMPERATURE="1.0",
         TIMEOUT_S=str(plan.timeout_s),
         LOGGER="[console,file]",
-        EXPERIMENT_NAME=f"{run.arm.name}-seed{run.seed}",
+        EXPERIMENT_NAME=f"{run.name}-seed{run.seed}",
         RECIPE_NO_EXEC="0",
     )
     if run.arm.judge:
@@ -96,7 +102,12 @@ def run_environment(run: Run, plan: Plan, assets: dict[str, Path], folder: Path)
 
 
 def run_overrides(run: Run, plan: Plan, folder: Path) -> list[str]:
-    overrides = [*plan.overrides(), f"trainer.rollout_data_dir='{folder / 'rollout'}'"]
+    overrides = [
+        *plan.overrides(),
+        f"trainer.rollout_data_dir='{folder / 'rollout'}'",
+        f"trainer.validation_data_dir='{folder / 'validation'}'",
+        *run.arm.overrides,
+    ]
     if run.arm.judge:
         knobs = {**run.arm.judge_kwargs, "seed": run.seed}
         inner = ",".join(f"{name}:{_hydra_value(value)}" for name, value in sorted(knobs.items()))
@@ -129,7 +140,7 @@ def run_one(
     :class:`RunStopped` raised."""
     folder = run.folder(out)
     if folder.exists():
-        progress(f"{run.arm.name} seed {run.seed}: an unfinished attempt is there; starting it again from nothing")
+        progress(f"{run.name} seed {run.seed}: an unfinished attempt is there; starting it again from nothing")
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
     command = ["bash", str(RECIPES / f"{run.arm.recipe}.sh"), *run_overrides(run, plan, folder)]
@@ -149,7 +160,7 @@ def run_one(
             last = None
             while True:
                 if stop is not None and stop.is_set():
-                    raise RunStopped(f"{run.arm.name} seed {run.seed}")
+                    raise RunStopped(f"{run.name} seed {run.seed}")
                 try:
                     rc = child.wait(timeout=_POLL_S)
                     break
@@ -167,11 +178,34 @@ def run_one(
     curves = run_curves(folder)
     if rc != 0 or curves["steps_logged"] != list(range(1, plan.steps + 1)):
         return rc or 1, None
-    result = {"arm": run.arm.name, "seed": run.seed, "wall_s": round(wall, 1), **curves}
+    start, end = validation_ends(folder, assets, plan)
+    per_step = folder / "per_step.jsonl"
+    per_step.write_text("".join(json.dumps(row) + "\n" for row in curves["steps"]))
+    result = {
+        "arm": run.arm.name,
+        "seed": run.seed,
+        "learning_rate": plan.learning_rate,
+        "wall_s": round(wall, 1),
+        "start": start,
+        "end": end,
+        "per_step": per_step.name,
+        **curves,
+    }
     tmp = folder / "result.json.tmp"
     tmp.write_text(json.dumps(result, indent=1) + "\n")
     os.replace(tmp, folder / "result.json")
     return 0, result
+
+
+def validation_ends(folder: Path, assets: dict[str, Path], plan: Plan) -> tuple[dict, dict]:
+    """The figures of the validation before training (step 0) and of the last one, per validation split, from verl's
+    validation dumps; ``{}`` for one that was not dumped."""
+    questions = split_questions({name: Path(assets[name]) for name in plan.val_splits})
+    dumps = {int(p.stem): p for p in (folder / "validation").glob("*.jsonl") if p.stem.isdigit()}
+    start = validation_figures(dumps[0], questions) if 0 in dumps else {}
+    last = max(dumps, default=None)
+    end = validation_figures(dumps[last], questions) if last else {}
+    return start, end
 
 
 def _recipe_env(env: dict[str, str]) -> dict[str, str]:

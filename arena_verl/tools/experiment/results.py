@@ -1,7 +1,16 @@
-"""``results.json``: every arm's runs and their figures across seeds (mean and a Student-t 95% interval over seeds).
+"""``results.json``: every arm's runs and their figures across seeds (mean and a Student-t 95% interval over seeds),
+and the paired differences by seed that answer the experiment.
 
-    {"plan": {...}, "assets": {...}, "arms": {arm: {"summary": str, "runs": [{"seed", "steps_logged", "final",
-      "steps", "val"}], "across_seeds": {figure: {"mean", "low", "high", "n"}}}}, "budget": {...}, "costs": {...}}
+    {"plan": {...}, "assets": {...}, "arms": {arm: {"summary": str, "runs": [{"seed", "steps_logged", "start", "end",
+      "final", "per_step", "steps", "val"}], "across_seeds": {figure: {"mean", "low", "high", "n"}}}},
+     "paired": {arm: {figure: {"mean", "ci95": [lo, hi], "seeds"}}},           # arm minus rlvr, seed by seed
+     "paired_control": {arm: {figure: ...}},                                  # a judge arm minus its random judge
+     "gate": {...}, "budget": {...}, "costs": {...}}
+
+``start`` and ``end``: per validation split, the pass rate and the valid-step prefix (mean and its standard error
+clustered by problem) before and after training; ``per_step``: the run's per-step figures (one JSON line a step),
+relative to ``results.json``. The paired figures (:data:`PAIRED_FIGURES`) are the after-training values: every arm
+starts from the same policy, so a difference at the end is what training did.
 
 "At a fixed generation budget": every run's validation pass rate at the last validation whose cumulative generations
 (DAPO's discarded ones included) are within the budget, the budget being the smallest total any run of the grid
@@ -17,7 +26,17 @@ import numpy as np
 
 from arena_verl.evaluation.costs import cost_columns
 
-__all__ = ["across_seeds", "aggregate", "t_interval"]
+__all__ = ["PAIRED_FIGURES", "CONTROLS", "across_seeds", "aggregate", "paired", "t_interval"]
+
+# (figure, validation split, measure): what the paired differences compare, at the end of training.
+PAIRED_FIGURES = {
+    "pass_hard": ("test", "pass"),
+    "prefix_hard": ("test", "prefix"),
+    "prefix_all_wrong": ("all_wrong", "prefix"),
+    "pass_all_wrong": ("all_wrong", "pass"),
+}
+BASELINE = "rlvr"
+CONTROLS = {"arena_live": "arena_live_random", "arena_live_certain": "arena_live_random_certain"}
 
 # The figures summarised across seeds: each run's mean over its steps.
 _STEP_MEANS = (
@@ -60,6 +79,11 @@ def _run_figures(run: dict, sources: list[str], budget: float | None) -> dict[st
     for name in _STEP_MEANS:
         values = [row[name] for row in run["steps"] if row.get(name) is not None]
         figures[f"mean/{name}"] = float(np.mean(values)) if values else None
+    for figure, (split, measure) in PAIRED_FIGURES.items():
+        start = run.get("start", {}).get(split, {}).get(measure, {}).get("mean")
+        end = end_figure(run, figure)
+        figures[f"start/{figure}"], figures[f"end/{figure}"] = start, end
+        figures[f"change/{figure}"] = end - start if start is not None and end is not None else None
     figures["total_generations"] = run["steps"][-1]["generations_cumulative"] if run["steps"] else None
     return figures
 
@@ -68,6 +92,42 @@ def across_seeds(runs: list[dict], sources: list[str], budget: float | None) -> 
     per_run = [_run_figures(run, sources, budget) for run in runs]
     names = sorted({name for figures in per_run for name in figures})
     return {name: t_interval([figures.get(name) for figures in per_run]) for name in names}
+
+
+def end_figure(run: dict, figure: str) -> float | None:
+    split, measure = PAIRED_FIGURES[figure]
+    return run.get("end", {}).get(split, {}).get(measure, {}).get("mean")
+
+
+def paired(runs: list[dict], baseline_runs: list[dict]) -> dict[str, dict]:
+    """Per figure: the mean of (run minus the baseline's run of the same seed) over the seeds both have, with its
+    Student-t 95% interval."""
+    base = {run["seed"]: run for run in baseline_runs}
+    out = {}
+    for figure in PAIRED_FIGURES:
+        diffs, seeds = [], []
+        for run in sorted(runs, key=lambda r: r["seed"]):
+            mine, theirs = end_figure(run, figure), end_figure(base.get(run["seed"], {}), figure)
+            if mine is not None and theirs is not None:
+                diffs.append(mine - theirs)
+                seeds.append(run["seed"])
+        interval = t_interval(diffs)
+        ci = [interval["low"], interval["high"]] if interval["low"] is not None else None
+        out[figure] = {"mean": interval["mean"], "ci95": ci, "seeds": seeds}
+    return out
+
+
+def _without_per_problem(figures: dict) -> dict:
+    return {split: {k: v for k, v in value.items() if k != "per_problem"} for split, value in figures.items()}
+
+
+def _run_record(run: dict, arm: str) -> dict:
+    record = {k: run[k] for k in ("seed", "steps_logged", "duplicate_steps", "final", "steps", "val", "wall_s")}
+    record["learning_rate"] = run.get("learning_rate")
+    record["start"] = _without_per_problem(run.get("start", {}))
+    record["end"] = _without_per_problem(run.get("end", {}))
+    record["per_step"] = f"runs/{arm}/seed{run['seed']}/{run['per_step']}" if run.get("per_step") else None
+    return record
 
 
 def aggregate(results: dict[str, list[dict]], summaries: dict[str, str], plan: dict, assets: dict) -> dict[str, Any]:
@@ -81,10 +141,7 @@ def aggregate(results: dict[str, list[dict]], summaries: dict[str, str], plan: d
         runs = sorted(runs, key=lambda r: r["seed"])
         arms[arm] = {
             "summary": summaries.get(arm, ""),
-            "runs": [
-                {k: run[k] for k in ("seed", "steps_logged", "duplicate_steps", "final", "steps", "val", "wall_s")}
-                for run in runs
-            ],
+            "runs": [_run_record(run, arm) for run in runs],
             "across_seeds": across_seeds(runs, sources, budget),
         }
     return {
@@ -94,5 +151,13 @@ def aggregate(results: dict[str, list[dict]], summaries: dict[str, str], plan: d
         "generation_budget": budget,
         "interval": "mean over seeds and its 95% Student-t interval (n-1 degrees of freedom)",
         "arms": arms,
+        "paired": {arm: paired(runs, results[BASELINE]) for arm, runs in results.items() if arm != BASELINE}
+        if BASELINE in results
+        else {},
+        "paired_control": {
+            arm: paired(results[arm], results[control])
+            for arm, control in CONTROLS.items()
+            if arm in results and control in results
+        },
         "costs": cost_columns({arm: [run["steps"] for run in runs] for arm, runs in results.items()}),
     }

@@ -138,15 +138,20 @@ def test_grid_order_and_cost_arm_at_one_seed():
 
 def test_run_overrides_carry_the_judge_knobs_and_seed(tmp_path):
     overrides = run_overrides(Run(ARMS["arena_live"], 2), FULL, tmp_path)
-    assert "reward.arena.judge.callable_kwargs={accuracy:0.9,position_bias:0.1,seed:2}" in overrides
+    assert "reward.arena.judge.callable_kwargs={seed:2}" in overrides  # the exact step judge: no noise knobs
     assert f"trainer.rollout_data_dir='{tmp_path / 'rollout'}'" in overrides
+    assert f"trainer.validation_data_dir='{tmp_path / 'validation'}'" in overrides
+    assert not any("certainty_weighting" in o for o in overrides)
+    certain = run_overrides(Run(ARMS["arena_live_random_certain"], 1), FULL, tmp_path)
+    assert "reward.arena.certainty_weighting=true" in certain
+    assert ARMS["arena_live_random_certain"].judge.endswith("random_judge:judge")
     assert not any("callable_kwargs" in o for o in run_overrides(Run(ARMS["rlvr"], 0), QUICK, tmp_path))
     assert "data.train_batch_size=8" in overrides and "actor_rollout_ref.rollout.n=8" in overrides
 
 
 def _args(tmp_path, **kwargs):
     defaults = dict(out=tmp_path / "grid", seeds=None, arms=None, quick=True, cache=tmp_path, report_only=False,
-                    jobs=1)  # fmt: skip
+                    jobs=1, gate=False, learning_rates=None)  # fmt: skip
     return argparse.Namespace(**{**defaults, "policy": None, **kwargs})
 
 
@@ -161,6 +166,9 @@ def _args(tmp_path, **kwargs):
         ({"jobs": 0}, "--jobs"),
         ({"jobs": 9}, "--jobs"),
         ({"jobs": True}, "--jobs"),
+        ({"learning_rates": "1e-4,x"}, "--learning-rates"),
+        ({"learning_rates": "0"}, "--learning-rates"),
+        ({"learning_rates": "1e-4,1e-4"}, "--learning-rates"),
     ],
 )
 def test_bad_flags_are_refused_before_anything_runs(tmp_path, kwargs, message):

@@ -1,0 +1,100 @@
+"""The learning experiment's measures without a trainer: the valid prefix and pass rate of a validation dump (with
+standard errors clustered by problem), the per-problem change between two validations, the gate's verdict on its
+pilots, and the paired differences by seed that results.json reports."""
+
+import json
+import math
+
+import pytest
+
+from arena_verl.core.errors import InputError
+from arena_verl.data.chain_arithmetic import ChainProblem, solution_text
+from arena_verl.tools.experiment.gate import RISE_SE, gate_record, learning_rates
+from arena_verl.tools.experiment.measures import clustered_mean, paired_change, rollout_prefix, validation_figures
+from arena_verl.tools.experiment.results import paired
+
+A = ChainProblem((3, 4, 2), ("+", "-"))  # 3+4=7, 7-2=5
+B = ChainProblem((9, 1, 5), ("-", "+"))  # 9-1=8, 8+5=13
+HALF_A = "3+4=7\n7-2=9\nAnswer: 9"  # first step right, second wrong
+
+
+def _dump(path, rows):
+    lines = [json.dumps({"input": f"{q.question}\n", "output": o, "score": s}) for q, o, s in rows]
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def test_validation_figures_read_prefix_and_pass_per_split(tmp_path):
+    dump = _dump(tmp_path / "0.jsonl", [(A, solution_text(A), 1.0), (A, HALF_A, 0.0), (B, "garbage", 0.0),
+                                        (B, solution_text(B), 1.0)])  # fmt: skip
+    figures = validation_figures(dump, {"test": {A.question, B.question}, "all_wrong": {B.question}})
+    assert figures["test"]["pass"]["mean"] == pytest.approx(0.5) and figures["test"]["pass"]["problems"] == 2
+    assert figures["test"]["prefix"]["mean"] == pytest.approx((0.75 + 0.5) / 2)
+    assert figures["all_wrong"]["prefix"]["mean"] == pytest.approx(0.5) and figures["all_wrong"]["pass"]["samples"] == 2
+    assert figures["test"]["per_problem"][A.question] == [0.5, 0.75]
+
+
+def test_a_torn_line_and_a_problem_of_no_split_are_not_counted(tmp_path):
+    dump = _dump(tmp_path / "3.jsonl", [(A, solution_text(A), 1.0)])
+    with open(dump, "a") as handle:
+        handle.write('{"input": "Compute 1+1 step by step.", "output": "1+1=2\\nAnswer: 2", "score": 1.0}\n{"inp')
+    figures = validation_figures(dump, {"test": {A.question}})
+    assert figures["test"]["pass"]["samples"] == 1
+    assert rollout_prefix(dump) == pytest.approx(1.0)
+
+
+def test_clustered_standard_error_is_over_problems_not_samples():
+    figures = clustered_mean({"a": [1.0, 1.0, 1.0, 1.0], "b": [0.0, 0.0, 0.0, 0.0]})
+    assert figures["mean"] == 0.5 and figures["se"] == pytest.approx(0.5)  # two problems, not eight samples
+    assert clustered_mean({})["mean"] is None
+
+
+def test_paired_change_is_per_problem():
+    before = {q: [0.1, 0.2] for q in "abcd"}
+    after = {"a": [0.3, 0.2], "b": [0.2, 0.2], "c": [0.3, 0.2], "d": [0.2, 0.2], "e": [1.0, 1.0]}
+    change = paired_change(before, after, 0)
+    assert change["problems"] == 4 and change["change"] == pytest.approx(0.15)
+    assert change["se"] == pytest.approx(math.sqrt(0.01 / 3 / 4))
+
+
+def _pilot(rate, pass_after, prefix_after, lengths=(40.0,) * 10):
+    problems = [f"q{i}" for i in range(40)]
+    start = {q: [0.1, 0.3] for q in problems}
+    end = {q: [pass_after + (0.05 if i % 2 else -0.05), prefix_after] for i, q in enumerate(problems)}
+    return {"learning_rate": rate, "steps_logged": [1, 2], "steps": [{"response_length": v} for v in lengths],
+            "start": {"pilot": {"per_problem": start}}, "end": {"pilot": {"per_problem": end}}}  # fmt: skip
+
+
+def test_the_gate_passes_the_pilot_that_moved_and_refuses_collapse_and_stillness():
+    still = _pilot(1e-4, 0.1, 0.3)
+    moved = _pilot(3e-4, 0.2, 0.3)
+    collapsed = _pilot(1e-3, 0.3, 0.3, lengths=(40.0,) * 5 + (10.0,) * 5)
+    gate = gate_record([collapsed, still, moved])
+    by_rate = {p["learning_rate"]: p for p in gate["pilots"]}
+    assert not by_rate[1e-4]["moved"] and by_rate[3e-4]["moved"] and by_rate[1e-3]["collapsed"]
+    assert by_rate[3e-4]["pass_change"]["z"] >= RISE_SE
+    assert gate["passed"] and gate["learning_rate"] == 3e-4
+    assert not gate_record([still])["passed"] and gate_record([still])["learning_rate"] is None
+
+
+def test_gate_learning_rates_are_checked():
+    assert learning_rates("1e-4,3e-4", (1.0,)) == (1e-4, 3e-4)
+    assert learning_rates(None, (2e-4,)) == (2e-4,)
+    for bad in ("", "a", "-1e-4", "1e-4,1e-4", "nan"):
+        with pytest.raises(InputError):
+            learning_rates(bad, (1.0,))
+
+
+def _run(seed, pass_hard):
+    return {"seed": seed, "end": {"test": {"pass": {"mean": pass_hard}, "prefix": {"mean": 2 * pass_hard}}}}
+
+
+def test_paired_differences_are_by_seed_with_a_t_interval():
+    arm = [_run(0, 0.30), _run(1, 0.25), _run(2, 0.40), _run(3, 0.5)]
+    baseline = [_run(0, 0.20), _run(1, 0.25), _run(2, 0.30)]  # seed 3 missing: not paired
+    result = paired(arm, baseline)["pass_hard"]
+    assert result["seeds"] == [0, 1, 2] and result["mean"] == pytest.approx(0.2 / 3)
+    low, high = result["ci95"]
+    assert low < result["mean"] < high
+    assert paired(arm, baseline)["prefix_hard"]["mean"] == pytest.approx(0.4 / 3)
+    assert paired(arm, baseline)["prefix_all_wrong"] == {"mean": None, "ci95": None, "seeds": []}
