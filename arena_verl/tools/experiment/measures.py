@@ -57,6 +57,15 @@ def _lines(path: Path):
                     continue  # a line cut by a stopped run: not counted
 
 
+def _number(value) -> float:
+    """A dumped score as a number (verl writes what it holds: a float, or its text); unreadable: 0."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
 def _question(prompt: str) -> str | None:
     problem = parse_problem(prompt)
     return None if problem is None else problem.question
@@ -72,8 +81,7 @@ def validation_figures(dump: Path, questions: dict[str, set[str]]) -> dict[str, 
         if question is None:
             continue
         share = prefix_share(str(entry["input"]), str(entry.get("output", "")))
-        score = entry.get("score")
-        passed = 1.0 if isinstance(score, (int, float)) and score > 0 else 0.0
+        passed = 1.0 if _number(entry.get("score")) > 0 else 0.0
         for name, held in questions.items():
             if question in held:
                 passes[name].setdefault(question, []).append(passed)

@@ -25,8 +25,8 @@ def _dump(path, rows):
 
 
 def test_validation_figures_read_prefix_and_pass_per_split(tmp_path):
-    dump = _dump(tmp_path / "0.jsonl", [(A, solution_text(A), 1.0), (A, HALF_A, 0.0), (B, "garbage", 0.0),
-                                        (B, solution_text(B), 1.0)])  # fmt: skip
+    dump = _dump(tmp_path / "0.jsonl", [(A, solution_text(A), 1.0), (A, HALF_A, "0.0"), (B, "garbage", "nan"),
+                                        (B, solution_text(B), "1.0")])  # fmt: skip (scores as verl may write them)
     figures = validation_figures(dump, {"test": {A.question, B.question}, "all_wrong": {B.question}})
     assert figures["test"]["pass"]["mean"] == pytest.approx(0.5) and figures["test"]["pass"]["problems"] == 2
     assert figures["test"]["prefix"]["mean"] == pytest.approx((0.75 + 0.5) / 2)

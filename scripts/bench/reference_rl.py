@@ -1,0 +1,163 @@
+"""RLVR without verl: the learning experiment's policy, task mix and batch, trained by a plain PyTorch GRPO loop, to
+tell what the policy can learn from what verl's CPU path does to it (the gate's diagnosis).
+
+Each step draws ``--prompts`` problems of the hard training mix, samples ``--n`` traces each with Hugging Face
+``generate`` (temperature 1, as the rollout samples), scores them as the verifier does (the ``Answer:`` line against
+the problem's value), and takes one AdamW step (weight decay 0.01, gradient clip 1.0: verl's actor defaults) on
+GRPO's group-normalised advantage times the sampled tokens' log-probability, averaged over tokens (verl's
+``token-mean``; on-policy, so CISPO's clipped ratio is 1 and this is its gradient). Before and after training it
+validates on the gate's own hard draw (``hard_pilot``, ``--val-rows`` x 4 samples): the pass rate and the valid-step
+prefix, and their per-problem change with its standard error.
+
+    python scripts/bench/reference_rl.py --policy DIR [--lr 1e-4 --steps 30 --prompts 8 --n 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from arena_verl.data.chain_arithmetic import check_steps, make_problems
+from arena_verl.testing.step_policy import load_policy
+from arena_verl.tools.experiment.measures import clustered_mean, paired_change
+from arena_verl.verify.extraction import extract_final_answer
+
+
+def _prompt_ids(tokenizer, problem) -> list[int]:
+    text = tokenizer.apply_chat_template(
+        [{"role": "user", "content": problem.question}], add_generation_prompt=True, tokenize=False
+    )
+    return tokenizer.encode(text, add_special_tokens=False)
+
+
+def _sample(model, tokenizer, problem, n: int, max_new_tokens: int):
+    """``n`` completions: (prompt ids, list of completion id lists, texts)."""
+    prompt = _prompt_ids(tokenizer, problem)
+    ids = torch.tensor([prompt] * n)
+    with torch.no_grad():
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            do_sample=True,
+            temperature=1.0,
+            top_p=1.0,
+            top_k=0,
+            max_new_tokens=max_new_tokens,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
+    completions = []
+    for row in out[:, len(prompt) :].tolist():
+        if tokenizer.eos_token_id in row:
+            row = row[: row.index(tokenizer.eos_token_id) + 1]  # the eos is a sampled token: it is trained too
+        completions.append([t for t in row if t != tokenizer.pad_token_id])
+    texts = tokenizer.batch_decode(completions, skip_special_tokens=True)
+    return prompt, completions, texts
+
+
+def _right(problem, text: str) -> bool:
+    return extract_final_answer(text)[0] == str(problem.answer)
+
+
+def validate(model, tokenizer, problems, n: int, max_new_tokens: int) -> dict:
+    model.eval()
+    passes, prefixes = {}, {}
+    for problem in problems:
+        _, _, texts = _sample(model, tokenizer, problem, n, max_new_tokens)
+        passes[problem.question] = [float(_right(problem, t)) for t in texts]
+        prefixes[problem.question] = [check_steps(problem, t).share for t in texts]
+    per_problem = {q: [float(np.mean(passes[q])), float(np.mean(prefixes[q]))] for q in passes}
+    return {"pass": clustered_mean(passes), "prefix": clustered_mean(prefixes), "per_problem": per_problem}
+
+
+def grpo_step(model, tokenizer, optimizer, groups, clip: float = 1.0) -> dict:
+    """One update on ``groups`` = [(prompt ids, completions, rewards)]: GRPO advantages, token-mean loss."""
+    model.train()
+    sequences, advantages = [], []
+    for prompt, completions, rewards in groups:
+        r = np.asarray(rewards, dtype=np.float64)
+        adv = (r - r.mean()) / (r.std(ddof=1) + 1e-6)  # verl's GRPO: torch.std is unbiased
+        for completion, a in zip(completions, adv):
+            if completion:  # every response token counts in the mean, as verl's token-mean counts them
+                sequences.append((prompt, completion))
+                advantages.append(float(a))
+    if not any(advantages):
+        return {"trained_sequences": 0, "grad_norm": 0.0, "loss": 0.0}
+    length = max(len(p) + len(c) for p, c in sequences)
+    ids = torch.full((len(sequences), length), tokenizer.pad_token_id, dtype=torch.long)
+    mask = torch.zeros((len(sequences), length), dtype=torch.float32)
+    for row, (prompt, completion) in enumerate(sequences):
+        ids[row, : len(prompt) + len(completion)] = torch.tensor(prompt + completion)
+        mask[row, len(prompt) : len(prompt) + len(completion)] = 1.0
+    logits = model(input_ids=ids, attention_mask=(torch.arange(length)[None, :] < torch.tensor(
+        [[len(p) + len(c)] for p, c in sequences])).long()).logits  # fmt: skip
+    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1).gather(-1, ids[:, 1:, None]).squeeze(-1)
+    token_mask = mask[:, 1:]
+    adv = torch.tensor(advantages)[:, None]
+    # token-mean over every response token of the batch (zero-advantage sequences add no gradient but count)
+    loss = -(adv * logp * token_mask).sum() / token_mask.sum()
+    optimizer.zero_grad()
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    return {"trained_sequences": sum(a != 0.0 for a in advantages), "grad_norm": float(norm), "loss": float(loss)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policy", type=Path, required=True)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--prompts", type=int, default=8)
+    parser.add_argument("--n", type=int, default=8)
+    parser.add_argument("--val-rows", type=int, default=256)
+    parser.add_argument("--val-n", type=int, default=4)
+    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None, help="write the figures here (JSON)")
+    args = parser.parse_args(argv)
+    torch.manual_seed(args.seed)
+    model, tokenizer = load_policy(args.policy)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    train = make_problems(args.steps * args.prompts, "hard_train", seed=args.seed)
+    val = make_problems(args.val_rows, "hard_pilot", seed=0)
+    started = time.monotonic()
+    before = validate(model, tokenizer, val, args.val_n, args.max_new_tokens)
+    steps = []
+    for step in range(args.steps):
+        model.eval()
+        groups, rewards_all = [], []
+        for problem in train[step * args.prompts : (step + 1) * args.prompts]:
+            prompt, completions, texts = _sample(model, tokenizer, problem, args.n, args.max_new_tokens)
+            rewards = [float(_right(problem, t)) for t in texts]
+            rewards_all.extend(rewards)
+            groups.append((prompt, completions, rewards))
+        figures = grpo_step(model, tokenizer, optimizer, groups)
+        steps.append({"step": step + 1, "reward": float(np.mean(rewards_all)), **figures})
+        print(json.dumps(steps[-1]), file=sys.stderr, flush=True)
+    after = validate(model, tokenizer, val, args.val_n, args.max_new_tokens)
+    record = {
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "seconds": round(time.monotonic() - started, 1),
+        "start": {k: before[k] for k in ("pass", "prefix")},
+        "end": {k: after[k] for k in ("pass", "prefix")},
+        "pass_change": paired_change(before["per_problem"], after["per_problem"], 0),
+        "prefix_change": paired_change(before["per_problem"], after["per_problem"], 1),
+        "steps": steps,
+    }
+    summary = {k: record[k] for k in ("start", "end", "pass_change", "prefix_change")}
+    print(json.dumps(summary, indent=1, default=lambda v: round(v, 4) if isinstance(v, float) else v))
+    if args.out:
+        args.out.write_text(json.dumps(record, indent=1) + "\n")
+    return 0 if all(math.isfinite(s["reward"]) for s in steps) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
