@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from arena_verl.core.judge_protocol import CallRecord, recording_call
 from arena_verl.core.names import FAILURE_POLICIES
-from arena_verl.core.options import DEFAULT_FINAL_CALLS, DEFAULT_L2, DEFAULT_PACE
+from arena_verl.core.options import DEFAULT_L2
 from arena_verl.core.tournament.bradley_terry import fit_bradley_terry
 from arena_verl.core.tournament.judge_call import call_judge
 from arena_verl.core.tournament.order import mirror, present
@@ -120,7 +120,7 @@ async def run_tournament(
         Seeds the presentation order (and the ``random`` strategy).
     **options
         The keyword arguments of :class:`Tournament` (``l2``, ``order_effect``, ``two_sided``, ``mirror_augment``,
-        ``on_failure``, ``max_concurrency``, ``prefix_aware``, ``final_calls``, ``pace``), with its defaults.
+        ``on_failure``, ``max_concurrency``, ``prefix_aware``, ``strategy_knobs``), with its defaults.
 
     Notes
     -----
@@ -165,8 +165,9 @@ class Tournament:
     (``"tie"`` or ``"drop"``) is what a failed call (the judge raised, returned ``None`` or an invalid outcome: see
     :func:`~.judge_call.valid_outcome`) becomes in the fit, counted in ``failed_calls`` either way and never a win;
     ``max_concurrency`` caps the calls in flight; ``prefix_aware`` orders calls for the judge's prefix cache
-    (within the first-position balance); ``final_calls`` and ``pace`` are the ``paced`` strategy's (see
-    :class:`~arena_verl.core.tournament.schedulers.PacedScheduler`).
+    (within the first-position balance); ``strategy_knobs`` are the strategies' own knobs by name, passed through to
+    :func:`~arena_verl.core.tournament.schedulers.make_scheduler` (the scheduler takes those it declares; default:
+    each its own default).
     Verdicts are recorded in the order the calls were made, so the result does not depend on judge latency.
 
     ``wait_for_verdicts`` decides what an arrival sees when traces come faster than verdicts. False (eager): its
@@ -196,8 +197,7 @@ class Tournament:
         max_concurrency: int | None = None,
         prefix_aware: bool = False,
         wait_for_verdicts: bool = False,
-        final_calls: int = DEFAULT_FINAL_CALLS,
-        pace: float = DEFAULT_PACE,
+        strategy_knobs: Mapping[str, Any] | None = None,
         idle_gate: Callable[[bool], bool] | None = None,
     ):
         if on_failure not in FAILURE_POLICIES:
@@ -207,9 +207,8 @@ class Tournament:
         self._rng = np.random.default_rng(seed)
         self.num_items = num_items
         self.scheduler = make_scheduler(
-            strategy, num_items, pair_budget, seed=self._rng, l2=l2, order_effect=order_effect,
-            final_calls=final_calls, pace=pace,
-        )  # fmt: skip
+            strategy, num_items, pair_budget, seed=self._rng, l2=l2, order_effect=order_effect, knobs=strategy_knobs
+        )
         self._judge = judge
         self._limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
         self._two_sided, self._mirror, self._on_failure = two_sided, mirror_augment, on_failure
