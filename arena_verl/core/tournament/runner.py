@@ -21,7 +21,7 @@ from arena_verl.core.judge_protocol import CallRecord, recording_call
 from arena_verl.core.names import FAILURE_POLICIES
 from arena_verl.core.options import DEFAULT_L2
 from arena_verl.core.tournament.bradley_terry import fit_bradley_terry
-from arena_verl.core.tournament.judge_call import call_judge
+from arena_verl.core.tournament.judge_call import BoundedJudge, CallBounds, bound_judge
 from arena_verl.core.tournament.order import mirror, present
 from arena_verl.core.tournament.schedulers import make_scheduler
 
@@ -164,8 +164,10 @@ class Tournament:
     pair); ``mirror_augment`` fits on :func:`mirror` of the verdicts (the paper's augmentation); ``on_failure``
     (``"tie"`` or ``"drop"``) is what a failed call (the judge raised, returned ``None`` or an invalid outcome: see
     :func:`~.judge_call.valid_outcome`) becomes in the fit, counted in ``failed_calls`` either way and never a win;
-    ``max_concurrency`` caps the calls in flight; ``prefix_aware`` orders calls for the judge's prefix cache
-    (within the first-position balance); ``strategy_knobs`` are the strategies' own knobs by name, passed through to
+    ``max_concurrency`` caps the calls in flight of a bare ``judge`` (a :class:`~.judge_call.BoundedJudge`, the
+    referee's, is called as it is: its limiter and deadline are its own; every call is contained and validated once,
+    in :func:`~.judge_call.bounded_call`); ``prefix_aware`` orders calls for the judge's prefix cache (within the
+    first-position balance); ``strategy_knobs`` are the strategies' own knobs by name, passed through to
     :func:`~arena_verl.core.tournament.schedulers.make_scheduler` (the scheduler takes those it declares; default:
     each its own default).
     Verdicts are recorded in the order the calls were made, so the result does not depend on judge latency.
@@ -209,8 +211,7 @@ class Tournament:
         self.scheduler = make_scheduler(
             strategy, num_items, pair_budget, seed=self._rng, l2=l2, order_effect=order_effect, knobs=strategy_knobs
         )
-        self._judge = judge
-        self._limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        self._judge = self._bounded(judge, max_concurrency)
         self._two_sided, self._mirror, self._on_failure = two_sided, mirror_augment, on_failure
         self._prefix_aware = prefix_aware
         # Schedulers that pick pairs by the posterior balance who is shown first, and so does the prefix-aware order
@@ -232,6 +233,19 @@ class Tournament:
         self._idle_gate = idle_gate
         self.skipped_idle_rounds = 0
         self.dropped_calls = 0
+
+    @staticmethod
+    def _bounded(judge: Judge, max_concurrency: int | None) -> BoundedJudge:
+        """The judge every call goes through: one already bounded (the referee's: its pool's limiter and the call
+        budget) as it is, never wrapped again; a bare one contained and validated here, under ``max_concurrency``."""
+        if isinstance(judge, BoundedJudge):
+            if max_concurrency:
+                raise ValueError("max_concurrency bounds a bare judge; this judge is bounded by its own limiter")
+            return judge
+        if not max_concurrency:
+            return bound_judge(judge)
+        limiter = asyncio.Semaphore(max_concurrency)
+        return bound_judge(judge, CallBounds(slot=lambda: limiter))
 
     def add(self) -> int:
         """The next trace arrived; returns its index."""
@@ -380,7 +394,7 @@ class Tournament:
 
     async def _judge_one(self, number: int, first: int, second: int, record: CallRecord) -> None:
         recording_call(record)  # this task's context: the judge reports its failed attempts into the record
-        outcome = await call_judge(self._judge, first, second, self._limiter)
+        outcome = await self._judge(first, second)  # a bounded call: a verdict or None, never an exception
         self._verdicts.append((number, first, second, outcome))
         self.scheduler.on_verdict(first, second, self._counted(outcome))
 
