@@ -25,7 +25,7 @@ from arena_verl.core.names import (
     STRATEGIES,
     VERDICT_MODES,
 )
-from arena_verl.core.options import RefereeOptions, TournamentOptions
+from arena_verl.core.options import RefereeOptions, TournamentOptions, knob_defaults
 from arena_verl.core.referee.admission import pool_share
 from arena_verl.core.sources import MATH_SOURCES, MULTIPLE_CHOICE_SOURCES
 
@@ -156,8 +156,9 @@ class ArenaSettings:
     speculative: bool = True  # start the live tournament while every verifier reward so far agrees
     # hold an arrival until earlier matches have verdicts (the paper's live rule)
     wait_for_verdicts: bool = TournamentOptions.wait_for_verdicts
-    final_calls: int = TournamentOptions.final_calls  # paced: opponents of the last arrival, judged in one round
-    pace: float = TournamentOptions.pace  # paced: how late the budget is spent while the group arrives (larger: later)
+    # The strategies' own knobs (core/options.py's STRATEGY_KNOBS: their defaults, and the scheduler that reads them).
+    final_calls: int = knob_defaults()["final_calls"]  # paced: opponents of the last arrival, judged in one round
+    pace: float = knob_defaults()["pace"]  # paced: how late the budget is spent while the group arrives (larger: later)
     completion_grace: float | None = None  # judge-call latencies a complete group waits for verdicts; None: all
     # A routed group answered with fewer than this share of its planned verdicts gets its verifier rewards (a counted
     # fallback, "thin"): one verdict of six must not become a group's full-size advantages. 0: off.
@@ -302,9 +303,11 @@ def validate(settings: ArenaSettings) -> None:
 
 def tournament_options(settings: ArenaSettings, **changes: Any) -> TournamentOptions:
     """The tournament's keys of ``settings`` as the core's type, with ``changes`` applied on top."""
-    names = [f.name for f in dataclasses.fields(TournamentOptions) if f.name != "on_failure"]
+    names = [f.name for f in dataclasses.fields(TournamentOptions) if f.name not in ("on_failure", "strategy_knobs")]
     values = {name: getattr(settings, name) for name in names}
-    return dataclasses.replace(TournamentOptions(**values, on_failure=settings.on_judge_failure), **changes)
+    knobs = {name: getattr(settings, name) for name in knob_defaults()}  # each knob is the settings field of its name
+    options = TournamentOptions(**values, on_failure=settings.on_judge_failure, strategy_knobs=knobs)
+    return dataclasses.replace(options, **changes)
 
 
 def referee_options(settings: ArenaSettings) -> RefereeOptions:

@@ -10,15 +10,30 @@ numerics."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TournamentOptions", "RefereeOptions", "DEFAULT_L2", "DEFAULT_FINAL_CALLS", "DEFAULT_PACE"]
+__all__ = ["TournamentOptions", "RefereeOptions", "DEFAULT_L2", "STRATEGY_KNOBS", "knob_defaults"]
 
-# The tournament's numeric defaults, written once: the fit, the schedulers, the runner and the settings read them.
+# The tournament's numeric default, written once: the fit, the schedulers, the runner and the settings read it.
 DEFAULT_L2 = 0.1  # Bradley-Terry L2 prior (reward.arena.l2)
-DEFAULT_FINAL_CALLS = 3  # paced: opponents of the last trace, judged in one round (reward.arena.final_calls)
-DEFAULT_PACE = 3.0  # paced: how late the budget is spent while the group arrives (reward.arena.pace)
+
+# Each strategy's own knobs (its scheduler's keyword arguments beyond the ones every scheduler gets) with their
+# defaults, one flat ``reward.arena.<knob>`` key each. Written once, here, where the settings can read them without
+# the tournament's numerics: the scheduler declares its knobs from this table (``Scheduler.knobs``) and checks their
+# values; the settings take the defaults of their fields from it; everything between carries them as one mapping
+# (``TournamentOptions.strategy_knobs``) without naming any.
+STRATEGY_KNOBS: dict[str, dict[str, Any]] = {
+    "paced": {
+        "final_calls": 3,  # opponents of the last trace, judged in one round
+        "pace": 3.0,  # how late the budget is spent while the group arrives (the quota's exponent; larger: later)
+    },
+}
+
+
+def knob_defaults() -> dict[str, Any]:
+    """Every strategy's knobs with their defaults, as one mapping (a knob name belongs to one strategy)."""
+    return {name: value for knobs in STRATEGY_KNOBS.values() for name, value in knobs.items()}
 
 
 @dataclass(frozen=True)
@@ -34,8 +49,8 @@ class TournamentOptions:
     on_failure: str = "tie"  # reward.arena.on_judge_failure
     prefix_aware: bool = False
     wait_for_verdicts: bool = False  # training's default: eager
-    final_calls: int = DEFAULT_FINAL_CALLS
-    pace: float = DEFAULT_PACE
+    # every strategy's knobs by name (STRATEGY_KNOBS); the scheduler takes those it declares
+    strategy_knobs: dict[str, Any] = field(default_factory=knob_defaults)
 
     def tournament_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``Tournament(num_items, judge, **kwargs, seed=..., idle_gate=...)``."""

@@ -58,7 +58,14 @@ from arena_verl.core.referee.metrics import (
 )
 from arena_verl.core.referee.speculation import Speculation, speculation_step
 from arena_verl.core.routing import is_uniform, route_of, tournament_rewards
-from arena_verl.core.tournament import Tournament, contained, count_planned_calls, group_certainty, valid_outcome
+from arena_verl.core.tournament import (
+    CallBounds,
+    Tournament,
+    bound_judge,
+    bounded_call,
+    count_planned_calls,
+    group_certainty,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -181,21 +188,17 @@ class Referee:
 
     # -- the judge pool -------------------------------------------------------------------------------------------
 
-    async def _bounded(self, call, priority: int = PRIORITY_COMPLETE) -> float | None:
-        """One judge call under the judge pool's cap (complete groups' calls first) and the call budget; a timeout,
-        and anything the judge raises (``SystemExit`` and ``KeyboardInterrupt`` included), is no verdict. Only the
-        cancellation of the caller itself propagates."""
-        async with self._limiter.slot(priority):
-            started = time.monotonic()
-            try:
-                # contained inside wait_for's own task: asyncio lets SystemExit/KeyboardInterrupt out of a task
-                outcome = await asyncio.wait_for(contained(call, "judge call"), self.options.call_budget_s)
-            except asyncio.TimeoutError:
-                self._latency.observe_timeout(time.monotonic() - started)
-                return None
-            if outcome is not None:
-                self._latency.observe(time.monotonic() - started)
-            return outcome
+    def _call_bounds(self, group: Group | None = None) -> CallBounds:
+        """What bounds each of this referee's judge calls (:func:`~arena_verl.core.tournament.judge_call.bounded_call`,
+        the one wrapper): a slot of the judge pool's cap (complete groups' calls first: ``group``'s priority is read at
+        call time; a pointwise call is a complete group's), the call budget as the deadline, and the latency estimate
+        that learns from both answers and timeouts."""
+
+        def slot():
+            priority = PRIORITY_COMPLETE if group is None else call_priority(group.complete)
+            return self._limiter.slot(priority)
+
+        return CallBounds(slot=slot, deadline_s=self.options.call_budget_s, latency=self._latency)
 
     def _idle_gate(self, group: Group):
         """Load shedding for one group's tournament (see admission.SHED_SPECULATION_AT)."""
@@ -209,16 +212,13 @@ class Referee:
         return gate
 
     def _new_tournament(self, group: Group) -> Tournament:
-        async def judge(first: int, second: int) -> float | None:
+        async def compare(first: int, second: int) -> float | None:
             a, b = group.members[first], group.members[second]
-            return await self._bounded(
-                self.judge.compare(a.problem, a.trace, b.trace, a.reference, task=a.task, group=group.uid),
-                call_priority(group.complete),
-            )
+            return await self.judge.compare(a.problem, a.trace, b.trace, a.reference, task=a.task, group=group.uid)
 
         return Tournament(
             group.size,
-            judge,
+            bound_judge(compare, self._call_bounds(group)),  # bounded here, once: the tournament calls it as it is
             seed=stable_seed(group.uid),
             idle_gate=self._idle_gate(group),
             **self.options.tournament.tournament_kwargs(),
@@ -283,11 +283,14 @@ class Referee:
         return self._planned[size]
 
     async def _pointwise(self, group: Group, uniform: bool) -> list[Verdict]:
+        bounds = self._call_bounds()
+
         async def score(member: Submission) -> float | None:
-            value = await self._bounded(
-                self.judge.score(member.problem, member.trace, member.reference, task=member.task, group=group.uid)
+            # a grade in {0, 0.5, 1} or an expected score in [0, 1]; else a failed call
+            return await bounded_call(
+                self.judge.score(member.problem, member.trace, member.reference, task=member.task, group=group.uid),
+                bounds,
             )
-            return valid_outcome(value)  # a grade in {0, 0.5, 1} or an expected score in [0, 1]; else failed
 
         scores = await asyncio.gather(*(score(m) for m in group.members), return_exceptions=True)
         s = self.options

@@ -13,7 +13,14 @@ from arena_verl.core.tournament.bradley_terry import (
     fit_bradley_terry_batch,
 )
 from arena_verl.core.tournament.certainty import group_certainty
-from arena_verl.core.tournament.judge_call import contained, valid_outcome
+from arena_verl.core.tournament.judge_call import (
+    BoundedJudge,
+    CallBounds,
+    bound_judge,
+    bounded_call,
+    contained,
+    valid_outcome,
+)
 from arena_verl.core.tournament.order import mirror, present
 from arena_verl.core.tournament.runner import (
     Tournament,
@@ -35,6 +42,10 @@ from arena_verl.core.tournament.schedulers import (
 )
 
 __all__ = [
+    "BoundedJudge",
+    "CallBounds",
+    "bound_judge",
+    "bounded_call",
     "FAILURE_POLICIES",
     "STRATEGIES",
     "InfoGainScheduler",

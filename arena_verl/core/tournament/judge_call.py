@@ -1,5 +1,12 @@
-"""One judge call as the tournament makes it: whatever the judge raises or returns that is not a verdict is a failed
-call (``None``), counted and logged (rate-limited), never a win and never a crash of the tournament or its loop."""
+"""One bounded judge call, the one place that wraps a judge call: a slot of the one limiter (held for the whole call),
+the one deadline, the containment (whatever the judge raises is a failed call) and the outcome's validation. Whatever
+the judge raises or returns that is not a verdict is a failed call (``None``), counted and logged (rate-limited), never
+a win and never a crash of the tournament or its loop.
+
+The referee bounds its judge with its pool's limiter and the call budget (:func:`bound_judge`) and hands the
+tournament that :class:`BoundedJudge`, which the tournament calls as it is; a tournament given a bare judge
+(:func:`~arena_verl.core.tournament.run_tournament`, ``arena-verl score``) bounds it itself, with its own
+``max_concurrency`` if any. A pointwise call goes through :func:`bounded_call` directly."""
 
 from __future__ import annotations
 
@@ -7,28 +14,89 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-__all__ = ["call_judge", "contained", "valid_outcome", "being_cancelled"]
+__all__ = [
+    "BoundedJudge",
+    "CallBounds",
+    "bound_judge",
+    "bounded_call",
+    "contained",
+    "valid_outcome",
+    "being_cancelled",
+]
 
 logger = logging.getLogger(__name__)
 
 Judge = Callable[[int, int], Awaitable["float | None"]]
 
 
-async def call_judge(judge: Judge, first: int, second: int, limiter: asyncio.Semaphore | None) -> float | None:
-    """One judge call; an exception or an invalid verdict is a failure (``None``), never a win or a crash."""
-    what = f"judge call ({first}, {second})"
-    if limiter is None:
-        outcome = await contained(judge(first, second), what)
-    else:
-        async with limiter:
-            outcome = await contained(judge(first, second), what)
+class LatencyObserver(Protocol):
+    """What learns how long calls take (the referee's :class:`~arena_verl.core.referee.admission.LatencyEstimate`)."""
+
+    def observe(self, took_s: float) -> None: ...
+
+    def observe_timeout(self, ran_s: float) -> None: ...
+
+
+@dataclass(frozen=True)
+class CallBounds:
+    """What bounds one judge call. ``slot()`` gives the limiter's slot for one call (an async context manager, held
+    for the whole call, the judge's own retries and backoff included; asked at call time, so that a priority can
+    read the state of the call's group then); ``deadline_s`` the longest the call may take (a timeout is a failed
+    call); ``latency`` learns each answered call's duration, and a timed-out call's as a lower bound."""
+
+    slot: Callable[[], AbstractAsyncContextManager] | None = None
+    deadline_s: float | None = None
+    latency: LatencyObserver | None = None
+
+
+async def bounded_call(call: Awaitable, bounds: CallBounds = CallBounds(), what: str = "judge call") -> float | None:
+    """Await the judge call ``call`` within ``bounds``: its verdict (:func:`valid_outcome`), or ``None`` for a failed
+    call (a timeout, anything it raised, ``SystemExit`` and ``KeyboardInterrupt`` included, or no valid verdict).
+    Only the cancellation of the running task itself propagates."""
+    async with bounds.slot() if bounds.slot is not None else nullcontext():
+        started = time.monotonic()
+        try:
+            if bounds.deadline_s is None:
+                outcome = await contained(call, what)
+            else:
+                # contained inside wait_for's own task: asyncio lets SystemExit/KeyboardInterrupt out of a task
+                outcome = await asyncio.wait_for(contained(call, what), bounds.deadline_s)
+        except asyncio.TimeoutError:
+            if bounds.latency is not None:
+                bounds.latency.observe_timeout(time.monotonic() - started)
+            return None
+        if outcome is not None and bounds.latency is not None:
+            bounds.latency.observe(time.monotonic() - started)
     value = valid_outcome(outcome)
     if value is None and outcome is not None:
-        logger.warning("judge returned an invalid outcome %r for (%d, %d)", outcome, first, second)
+        logger.warning("%s returned an invalid outcome %r", what, outcome)
     return value
+
+
+class BoundedJudge:
+    """A pairwise judge whose every call is a :func:`bounded_call` (build it with :func:`bound_judge`). A
+    :class:`~arena_verl.core.tournament.runner.Tournament` calls it as it is; a bare judge it bounds itself."""
+
+    def __init__(self, judge: Judge, bounds: CallBounds):
+        self.judge, self.bounds = judge, bounds
+
+    async def __call__(self, first: int, second: int) -> float | None:
+        return await bounded_call(self.judge(first, second), self.bounds, f"judge call ({first}, {second})")
+
+
+def bound_judge(judge: Judge, bounds: CallBounds = CallBounds()) -> BoundedJudge:
+    """``judge(first, second)`` bounded by ``bounds``; a judge already bounded is returned as it is (never twice)."""
+    if isinstance(judge, BoundedJudge):
+        if bounds != CallBounds():
+            raise ValueError("the judge is already bounded (one limiter, one deadline); it takes no other bounds")
+        return judge
+    return BoundedJudge(judge, bounds)
 
 
 async def contained(call: Awaitable, what: str = "judge call"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,9 +19,9 @@ import numpy as np
 
 from arena_verl.core.judge_protocol import CallRecord, recording_call
 from arena_verl.core.names import FAILURE_POLICIES
-from arena_verl.core.options import DEFAULT_FINAL_CALLS, DEFAULT_L2, DEFAULT_PACE
+from arena_verl.core.options import DEFAULT_L2
 from arena_verl.core.tournament.bradley_terry import fit_bradley_terry
-from arena_verl.core.tournament.judge_call import call_judge
+from arena_verl.core.tournament.judge_call import BoundedJudge, CallBounds, bound_judge
 from arena_verl.core.tournament.order import mirror, present
 from arena_verl.core.tournament.schedulers import make_scheduler
 
@@ -120,7 +120,7 @@ async def run_tournament(
         Seeds the presentation order (and the ``random`` strategy).
     **options
         The keyword arguments of :class:`Tournament` (``l2``, ``order_effect``, ``two_sided``, ``mirror_augment``,
-        ``on_failure``, ``max_concurrency``, ``prefix_aware``, ``final_calls``, ``pace``), with its defaults.
+        ``on_failure``, ``max_concurrency``, ``prefix_aware``, ``strategy_knobs``), with its defaults.
 
     Notes
     -----
@@ -164,9 +164,12 @@ class Tournament:
     pair); ``mirror_augment`` fits on :func:`mirror` of the verdicts (the paper's augmentation); ``on_failure``
     (``"tie"`` or ``"drop"``) is what a failed call (the judge raised, returned ``None`` or an invalid outcome: see
     :func:`~.judge_call.valid_outcome`) becomes in the fit, counted in ``failed_calls`` either way and never a win;
-    ``max_concurrency`` caps the calls in flight; ``prefix_aware`` orders calls for the judge's prefix cache
-    (within the first-position balance); ``final_calls`` and ``pace`` are the ``paced`` strategy's (see
-    :class:`~arena_verl.core.tournament.schedulers.PacedScheduler`).
+    ``max_concurrency`` caps the calls in flight of a bare ``judge`` (a :class:`~.judge_call.BoundedJudge`, the
+    referee's, is called as it is: its limiter and deadline are its own; every call is contained and validated once,
+    in :func:`~.judge_call.bounded_call`); ``prefix_aware`` orders calls for the judge's prefix cache (within the
+    first-position balance); ``strategy_knobs`` are the strategies' own knobs by name, passed through to
+    :func:`~arena_verl.core.tournament.schedulers.make_scheduler` (the scheduler takes those it declares; default:
+    each its own default).
     Verdicts are recorded in the order the calls were made, so the result does not depend on judge latency.
 
     ``wait_for_verdicts`` decides what an arrival sees when traces come faster than verdicts. False (eager): its
@@ -196,8 +199,7 @@ class Tournament:
         max_concurrency: int | None = None,
         prefix_aware: bool = False,
         wait_for_verdicts: bool = False,
-        final_calls: int = DEFAULT_FINAL_CALLS,
-        pace: float = DEFAULT_PACE,
+        strategy_knobs: Mapping[str, Any] | None = None,
         idle_gate: Callable[[bool], bool] | None = None,
     ):
         if on_failure not in FAILURE_POLICIES:
@@ -207,11 +209,9 @@ class Tournament:
         self._rng = np.random.default_rng(seed)
         self.num_items = num_items
         self.scheduler = make_scheduler(
-            strategy, num_items, pair_budget, seed=self._rng, l2=l2, order_effect=order_effect,
-            final_calls=final_calls, pace=pace,
-        )  # fmt: skip
-        self._judge = judge
-        self._limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+            strategy, num_items, pair_budget, seed=self._rng, l2=l2, order_effect=order_effect, knobs=strategy_knobs
+        )
+        self._judge = self._bounded(judge, max_concurrency)
         self._two_sided, self._mirror, self._on_failure = two_sided, mirror_augment, on_failure
         self._prefix_aware = prefix_aware
         # Schedulers that pick pairs by the posterior balance who is shown first, and so does the prefix-aware order
@@ -233,6 +233,19 @@ class Tournament:
         self._idle_gate = idle_gate
         self.skipped_idle_rounds = 0
         self.dropped_calls = 0
+
+    @staticmethod
+    def _bounded(judge: Judge, max_concurrency: int | None) -> BoundedJudge:
+        """The judge every call goes through: one already bounded (the referee's: its pool's limiter and the call
+        budget) as it is, never wrapped again; a bare one contained and validated here, under ``max_concurrency``."""
+        if isinstance(judge, BoundedJudge):
+            if max_concurrency:
+                raise ValueError("max_concurrency bounds a bare judge; this judge is bounded by its own limiter")
+            return judge
+        if not max_concurrency:
+            return bound_judge(judge)
+        limiter = asyncio.Semaphore(max_concurrency)
+        return bound_judge(judge, CallBounds(slot=lambda: limiter))
 
     def add(self) -> int:
         """The next trace arrived; returns its index."""
@@ -381,7 +394,7 @@ class Tournament:
 
     async def _judge_one(self, number: int, first: int, second: int, record: CallRecord) -> None:
         recording_call(record)  # this task's context: the judge reports its failed attempts into the record
-        outcome = await call_judge(self._judge, first, second, self._limiter)
+        outcome = await self._judge(first, second)  # a bounded call: a verdict or None, never an exception
         self._verdicts.append((number, first, second, outcome))
         self.scheduler.on_verdict(first, second, self._counted(outcome))
 

@@ -20,12 +20,14 @@ failure policy and fitting belong to the driver. Budgets are counted in pairs.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import ndtr
 
 from arena_verl.core.names import FIXED_COUNT_STRATEGIES, STRATEGIES
-from arena_verl.core.options import DEFAULT_FINAL_CALLS, DEFAULT_L2, DEFAULT_PACE
+from arena_verl.core.options import DEFAULT_L2, STRATEGY_KNOBS
 from arena_verl.core.tournament.bradley_terry import bradley_terry_posterior
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "live_call_count",
     "round_robin_call_count",
     "make_scheduler",
+    "SCHEDULERS",
     "STRATEGIES",
 ]
 
@@ -64,6 +67,10 @@ class Scheduler(ABC):
     spends_rest_on_last_arrival = False
     # True: the driver shows first, in each pair, the trace shown first less often so far (order.present's balance).
     balances_presentation = False
+    # This scheduler's own knobs: keyword arguments of its constructor, by name, with their defaults (one
+    # reward.arena key each, declared in core/options.py's STRATEGY_KNOBS). make_scheduler passes it these and no
+    # other; the constructor checks their values.
+    knobs: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, num_items: int):
         if isinstance(num_items, bool) or not isinstance(num_items, (int, np.integer)) or num_items < 1:
@@ -270,13 +277,15 @@ class PacedScheduler(InfoGainScheduler):
     ``scripts/bench/ranking.py`` and ``scripts/bench/live_latency.py`` measure it against ``live``.
     """
 
+    knobs = STRATEGY_KNOBS["paced"]
+
     def __init__(
         self,
         num_items: int,
         budget: int | None = None,
         *,
-        final_calls: int = DEFAULT_FINAL_CALLS,
-        pace: float = DEFAULT_PACE,
+        final_calls: int = knobs["final_calls"],
+        pace: float = knobs["pace"],
         l2: float = DEFAULT_L2,
         order_effect: bool = False,
     ):
@@ -337,6 +346,16 @@ def _check_budget(num_items: int, budget: int | None) -> int:
     return int(budget)
 
 
+# The scheduler of each strategy (the names: core/names.py's STRATEGIES).
+SCHEDULERS: dict[str, type[Scheduler]] = {
+    "round_robin": RoundRobinScheduler,
+    "live": LiveScheduler,
+    "random": RandomScheduler,
+    "info_gain": InfoGainScheduler,
+    "paced": PacedScheduler,
+}
+
+
 def make_scheduler(
     strategy: str,
     num_items: int,
@@ -345,23 +364,28 @@ def make_scheduler(
     seed: int | np.random.Generator | None = 0,
     l2: float = DEFAULT_L2,
     order_effect: bool = False,
-    final_calls: int = DEFAULT_FINAL_CALLS,
-    pace: float = DEFAULT_PACE,
+    knobs: Mapping[str, Any] | None = None,
 ) -> Scheduler:
     """Build the scheduler named ``strategy`` (one of :data:`STRATEGIES`).
 
     ``budget`` (judge calls; default: the live tournament's count for ``num_items``) applies to the budgeted
     strategies (``random``, ``info_gain``, ``paced``); ``round_robin`` and ``live`` have fixed counts and reject a
-    budget. ``final_calls`` and ``pace`` are :class:`PacedScheduler`'s.
+    budget. ``knobs`` are strategies' own keyword arguments by name (``TournamentOptions.strategy_knobs``): the
+    scheduler gets those it declares (:attr:`Scheduler.knobs`), the others are another strategy's and are left out;
+    a name no scheduler declares is an error.
     """
+    if strategy not in SCHEDULERS:
+        raise ValueError(f"unknown strategy {strategy!r}; expected one of {STRATEGIES}")
+    scheduler = SCHEDULERS[strategy]
+    knobs = dict(knobs or {})
+    unknown = sorted(set(knobs) - {name for known in SCHEDULERS.values() for name in known.knobs})
+    if unknown:
+        raise ValueError(f"unknown strategy knobs {unknown}; no scheduler declares them")
+    own = {name: value for name, value in knobs.items() if name in scheduler.knobs}
     if strategy in FIXED_COUNT_STRATEGIES:
         if budget is not None:
             raise ValueError(f"strategy {strategy!r} has a fixed number of calls; budget must be None")
-        return RoundRobinScheduler(num_items) if strategy == "round_robin" else LiveScheduler(num_items)
-    if strategy == "random":
-        return RandomScheduler(num_items, budget, seed=seed)
-    if strategy == "info_gain":
-        return InfoGainScheduler(num_items, budget, l2=l2, order_effect=order_effect)
-    if strategy == "paced":
-        return PacedScheduler(num_items, budget, final_calls=final_calls, pace=pace, l2=l2, order_effect=order_effect)
-    raise ValueError(f"unknown strategy {strategy!r}; expected one of {STRATEGIES}")
+        return scheduler(num_items, **own)
+    if issubclass(scheduler, InfoGainScheduler):
+        return scheduler(num_items, budget, l2=l2, order_effect=order_effect, **own)
+    return scheduler(num_items, budget, seed=seed, **own)

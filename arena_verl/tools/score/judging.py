@@ -18,7 +18,14 @@ from typing import Any
 from arena_verl.core.options import TournamentOptions
 from arena_verl.core.referee.metrics import position_figures
 from arena_verl.core.routing import tournament_rewards
-from arena_verl.core.tournament import Tournament, TournamentResult, group_certainty, valid_outcome
+from arena_verl.core.tournament import (
+    CallBounds,
+    Tournament,
+    TournamentResult,
+    bound_judge,
+    group_certainty,
+    valid_outcome,
+)
 from arena_verl.judge import Trace, make_judge
 from arena_verl.settings import JudgeSettings
 from arena_verl.settings import tournament_options as arena_tournament_options
@@ -88,16 +95,18 @@ async def score_group(group: DumpGroup, judge, settings: dict[str, Any], call_ti
         call = [first, second, None]
         calls.append(call)
         shown_first, shown_second = Trace(group.responses[first]), Trace(group.responses[second])
-        outcome = await asyncio.wait_for(
-            judge.compare(group.problem, shown_first, shown_second, group.reference, task=group.task, group=tag),
-            call_timeout_s,
-        )  # a timeout or an error is a failed call: the tournament counts it (and the entry stays null)
+        # a timeout or an error is a failed call: the bounded call makes it None, the tournament counts it (and the
+        # entry stays null)
+        outcome = await judge.compare(
+            group.problem, shown_first, shown_second, group.reference, task=group.task, group=tag
+        )
         call[2] = valid_outcome(outcome)  # stored as the judge gave it: a soft outcome's float is written exactly
         return outcome
 
     started = time.monotonic()
     seed = tournament_seed(settings["seed"], group.step, group.key)
-    result = await replay_tournament(len(group.responses), judge_pair, seed, tournament_options(settings))
+    bounded = bound_judge(judge_pair, CallBounds(deadline_s=call_timeout_s))  # the call budget, as in training
+    result = await replay_tournament(len(group.responses), bounded, seed, tournament_options(settings))
     rewards = tournament_rewards("arena", result.strengths, group.verifier_rewards, ARENA.reward_scale)
     position = position_figures(calls)  # the tracker's definition: soft outcomes count their value
     return {

@@ -31,5 +31,9 @@ def test_tournament_options_defaults_are_the_settings_defaults():
     assert TournamentOptions() == tournament_options(ArenaSettings())
     defaults = ArenaSettings()
     for f in dataclasses.fields(TournamentOptions):
+        if f.name == "strategy_knobs":  # one mapping: each knob is the settings field of its name
+            for knob, value in TournamentOptions().strategy_knobs.items():
+                assert value == getattr(defaults, knob), knob
+            continue
         key = "on_judge_failure" if f.name == "on_failure" else f.name
         assert getattr(TournamentOptions(), f.name) == getattr(defaults, key), key

@@ -425,7 +425,8 @@ def test_tournament_options_carry_every_tournament_key_of_the_settings():
         prefix_aware=True, wait_for_verdicts=True, final_calls=2, pace=1.5,
     )  # fmt: skip
     options = tournament_options(settings)
-    assert options == TournamentOptions("paced", 20, 0.3, True, True, False, "drop", True, True, 2, 1.5)
+    knobs = {"final_calls": 2, "pace": 1.5}
+    assert options == TournamentOptions("paced", 20, 0.3, True, True, False, "drop", True, True, strategy_knobs=knobs)
     assert set(options.tournament_kwargs()) <= set(inspect.signature(Tournament).parameters)
     assert tournament_options(ArenaSettings()).wait_for_verdicts is False  # training's default: eager
     assert dataclasses.replace(options, wait_for_verdicts=False) == tournament_options(
