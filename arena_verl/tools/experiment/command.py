@@ -125,6 +125,7 @@ def _experiment_record(plan: Plan, quick: bool) -> dict:
 def _claim(out: Path, record: dict) -> None:
     """One experiment's settings per folder: a folder started with other settings is refused, not mixed."""
     path = out / "experiment.json"
+    record = json.loads(json.dumps(record))  # as it reads back (tuples are lists in JSON)
     if path.is_file():
         try:
             previous = json.loads(path.read_text())

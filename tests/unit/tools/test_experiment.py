@@ -184,10 +184,10 @@ def test_out_with_a_quote_is_refused(tmp_path):
 
 def test_one_experiment_per_folder(tmp_path):
     out = tmp_path / "grid"
-    command._claim(out, {"plan": 1})
-    command._claim(out, {"plan": 1})  # the same settings: resumed
+    command._claim(out, {"plan": 1, "levels": ((4, 9),)})
+    command._claim(out, {"plan": 1, "levels": ((4, 9),)})  # the same settings: resumed (tuples read back as lists)
     with pytest.raises(InputError, match="other settings"):
-        command._claim(out, {"plan": 2})
+        command._claim(out, {"plan": 2, "levels": ((4, 9),)})
 
 
 def test_runs_in_threads_all_run_and_one_error_stops_the_others():
