@@ -77,13 +77,17 @@ def validate(model, tokenizer, problems, n: int, max_new_tokens: int) -> dict:
     return {"pass": clustered_mean(passes), "prefix": clustered_mean(prefixes), "per_problem": per_problem}
 
 
-def grpo_step(model, tokenizer, optimizer, groups, clip: float = 1.0) -> dict:
-    """One update on ``groups`` = [(prompt ids, completions, rewards)]: GRPO advantages, token-mean loss."""
+def grpo_step(model, tokenizer, optimizer, groups, clip: float = 1.0, positive_only: bool = False) -> dict:
+    """One update on ``groups`` = [(prompt ids, completions, rewards)]: GRPO advantages, token-mean loss.
+    ``positive_only``: negative advantages set to 0 (only the right traces are pushed up), to tell how much of the
+    update's effect comes from pushing the wrong traces down."""
     model.train()
     sequences, advantages = [], []
-    for prompt, completions, rewards in groups:
+    for prompt, completions, rewards, *_ in groups:
         r = np.asarray(rewards, dtype=np.float64)
         adv = (r - r.mean()) / (r.std(ddof=1) + 1e-6)  # verl's GRPO: torch.std is unbiased
+        if positive_only:
+            adv = np.maximum(adv, 0.0)
         for completion, a in zip(completions, adv):
             if completion:  # every response token counts in the mean, as verl's token-mean counts them
                 sequences.append((prompt, completion))
@@ -121,11 +125,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--val-n", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--positive-only", action="store_true", help="negative advantages set to 0")
+    parser.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw")
     parser.add_argument("--out", type=Path, default=None, help="write the figures here (JSON)")
     args = parser.parse_args(argv)
     torch.manual_seed(args.seed)
     model, tokenizer = load_policy(args.policy)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    if args.optimizer == "adamw":
+        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
     train = make_problems(args.steps * args.prompts, "hard_train", seed=args.seed)
     val = make_problems(args.val_rows, "hard_pilot", seed=0)
     started = time.monotonic()
@@ -134,13 +143,17 @@ def main(argv: list[str] | None = None) -> int:
     for step in range(args.steps):
         model.eval()
         groups, rewards_all = [], []
-        for problem in train[step * args.prompts : (step + 1) * args.prompts]:
+        batch = train[step * args.prompts : (step + 1) * args.prompts]
+        for problem in batch:
             prompt, completions, texts = _sample(model, tokenizer, problem, args.n, args.max_new_tokens)
             rewards = [float(_right(problem, t)) for t in texts]
             rewards_all.extend(rewards)
-            groups.append((prompt, completions, rewards))
-        figures = grpo_step(model, tokenizer, optimizer, groups)
-        steps.append({"step": step + 1, "reward": float(np.mean(rewards_all)), **figures})
+            groups.append((prompt, completions, rewards, texts))
+        figures = grpo_step(model, tokenizer, optimizer, groups, positive_only=args.positive_only)
+        prefix = [check_steps(p, t).share for p, (_, _, _, texts) in zip(batch, groups) for t in texts]
+        steps.append(
+            {"step": step + 1, "reward": float(np.mean(rewards_all)), "prefix": float(np.mean(prefix)), **figures}
+        )
         print(json.dumps(steps[-1]), file=sys.stderr, flush=True)
     after = validate(model, tokenizer, val, args.val_n, args.max_new_tokens)
     record = {

@@ -145,7 +145,9 @@ def run_one(
     folder.mkdir(parents=True)
     command = ["bash", str(RECIPES / f"{run.arm.recipe}.sh"), *run_overrides(run, plan, folder)]
     env = run_environment(run, plan, assets, folder)
-    (folder / "command.json").write_text(json.dumps({"command": command, "env": _recipe_env(env)}, indent=1))
+    revision = code_revision()
+    record = {"command": command, "env": _recipe_env(env), "revision": revision}
+    (folder / "command.json").write_text(json.dumps(record, indent=1))
     started = time.monotonic()
     with open(folder / "experiment.log", "wb") as log:
         child = subprocess.Popen(
@@ -185,6 +187,7 @@ def run_one(
         "arm": run.arm.name,
         "seed": run.seed,
         "learning_rate": plan.learning_rate,
+        "revision": revision,
         "wall_s": round(wall, 1),
         "start": start,
         "end": end,
@@ -195,6 +198,24 @@ def run_one(
     tmp.write_text(json.dumps(result, indent=1) + "\n")
     os.replace(tmp, folder / "result.json")
     return 0, result
+
+
+def code_revision() -> str | None:
+    """The commit the recipes run from (``+dirty`` when tracked files differ from it); None outside a git clone."""
+    root = RECIPES.parent
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=30)
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def validation_ends(folder: Path, assets: dict[str, Path], plan: Plan) -> tuple[dict, dict]:

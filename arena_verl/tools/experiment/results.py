@@ -124,6 +124,7 @@ def _without_per_problem(figures: dict) -> dict:
 def _run_record(run: dict, arm: str) -> dict:
     record = {k: run[k] for k in ("seed", "steps_logged", "duplicate_steps", "final", "steps", "val", "wall_s")}
     record["learning_rate"] = run.get("learning_rate")
+    record["revision"] = run.get("revision")
     record["start"] = _without_per_problem(run.get("start", {}))
     record["end"] = _without_per_problem(run.get("end", {}))
     record["per_step"] = f"runs/{arm}/seed{run['seed']}/{run['per_step']}" if run.get("per_step") else None
