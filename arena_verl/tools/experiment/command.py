@@ -49,6 +49,7 @@ __all__ = ["configure_parser", "run", "QUICK_ARMS"]
 QUICK_ARMS = ("rlvr", "arena_live")  # the control and the arena: two trainer starts in CI
 MAX_JOBS = 8
 MAX_SEEDS = 20
+MAX_PROMPTS_PER_STEP = 256
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -76,6 +77,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="the gate's learning rates, comma-separated (default "
         + ",".join(f"{lr:g}" for lr in GATE_LEARNING_RATES)
         + ")",
+    )
+    parser.add_argument(
+        "--prompts-per-step",
+        type=int,
+        default=None,
+        help=f"the gate's batch: prompts per step (default {FULL.prompts_per_step}; the grid takes its pilot's)",
     )
     parser.add_argument("--report-only", action="store_true", help="no runs: results and report from finished runs")
     parser.add_argument(
@@ -248,6 +255,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.policy is not None:
         record["policy"] = str(args.policy.resolve())
     rates = learning_rates(args.learning_rates, GATE_LEARNING_RATES)
+    prompts = args.prompts_per_step if args.prompts_per_step is not None else plan.prompts_per_step
+    if isinstance(prompts, bool) or not 1 <= prompts <= MAX_PROMPTS_PER_STEP:
+        raise InputError(f"--prompts-per-step must be between 1 and {MAX_PROMPTS_PER_STEP}, got {prompts}")
     _claim(out, record)
 
     def log(line: str) -> None:
@@ -255,7 +265,9 @@ def _run(args: argparse.Namespace) -> int:
 
     assets = build_assets(out, plan, args.cache, args.quick, log, args.policy)
     if args.gate:
-        planned = [(Run(ARMS[GATE_ARM], 0, label=_gate_label(lr)), gate_plan(plan, lr)) for lr in rates]
+        planned = [
+            (Run(ARMS[GATE_ARM], 0, label=_gate_label(lr, prompts, plan)), gate_plan(plan, lr, prompts)) for lr in rates
+        ]
     else:
         if not args.quick:
             plan = _gated_plan(out, plan)
@@ -324,13 +336,14 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _gate_label(rate: float) -> str:
-    return f"gate_lr{rate:g}"
+def _gate_label(rate: float, prompts: int, plan: Plan) -> str:
+    return f"gate_lr{rate:g}" + ("" if prompts == plan.prompts_per_step else f"_p{prompts}")
 
 
-def gate_plan(plan: Plan, rate: float) -> Plan:
-    """A pilot's plan: the grid's shapes at ``rate``, validated on the gate's own hard draw."""
-    return dataclasses.replace(plan, learning_rate=rate, val_splits=("pilot",))
+def gate_plan(plan: Plan, rate: float, prompts: int | None = None) -> Plan:
+    """A pilot's plan: the grid's shapes at ``rate`` (and ``prompts`` a step), validated on the gate's own draw."""
+    prompts = prompts or plan.prompts_per_step
+    return dataclasses.replace(plan, learning_rate=rate, prompts_per_step=prompts, val_splits=("pilot",))
 
 
 def write_gate(out: Path) -> dict:
@@ -353,7 +366,7 @@ def _gated_plan(out: Path, plan: Plan) -> Plan:
     gate = write_gate(out)
     if not gate["passed"]:
         raise InputError(f"{path}: no pilot moved the policy without collapse; the grid is not run (see the pilots)")
-    return dataclasses.replace(plan, learning_rate=gate["learning_rate"])
+    return dataclasses.replace(plan, learning_rate=gate["learning_rate"], prompts_per_step=gate["prompts_per_step"])
 
 
 def _in_threads(attempt, todo: list, jobs: int, stop: threading.Event) -> None:

@@ -43,7 +43,11 @@ def pilot_figures(result: dict) -> dict:
     """One pilot's gate figures from its ``result.json``."""
     start = result.get("start", {}).get(SPLIT, {})
     end = result.get("end", {}).get(SPLIT, {})
-    figures = {"learning_rate": result.get("learning_rate"), "steps": len(result.get("steps_logged", []))}
+    figures = {
+        "learning_rate": result.get("learning_rate"),
+        "prompts_per_step": result.get("prompts_per_step"),
+        "steps": len(result.get("steps_logged", [])),
+    }
     for name, index in _FIGURES.items():
         figures[f"{name}_start"] = start.get(name, {}).get("mean")
         figures[f"{name}_end"] = end.get(name, {}).get("mean")
@@ -60,16 +64,20 @@ def pilot_figures(result: dict) -> dict:
 
 def gate_record(results: list[dict]) -> dict:
     """``{"rule", "pilots": [...], "learning_rate": the chosen one or None, "passed": bool}``."""
-    pilots = sorted((pilot_figures(r) for r in results), key=lambda p: p["learning_rate"] or 0.0)
+    pilots = sorted(
+        (pilot_figures(r) for r in results), key=lambda p: (p["prompts_per_step"] or 0, p["learning_rate"] or 0.0)
+    )
     passing = [p for p in pilots if p["moved"] and not p["collapsed"]]
     chosen = max(passing, key=lambda p: p["prefix_change"].get("z") or -math.inf, default=None)
     return {
         "rule": (
             f"moved: pass rate or valid prefix on the gate's own hard draw rose by >= {RISE_SE:g} standard errors of "
             f"the per-problem change; collapsed: either fell by as much, or responses shrank below half their first "
-            f"five steps' length; the grid's learning rate: the passing pilot with the largest prefix rise (in SE)"
+            f"five steps' length; the grid's learning rate and batch: the passing pilot's with the largest prefix "
+            f"rise (in SE)"
         ),
         "pilots": pilots,
         "passed": chosen is not None,
         "learning_rate": chosen["learning_rate"] if chosen else None,
+        "prompts_per_step": chosen["prompts_per_step"] if chosen else None,
     }

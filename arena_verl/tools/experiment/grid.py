@@ -187,6 +187,7 @@ def run_one(
         "arm": run.arm.name,
         "seed": run.seed,
         "learning_rate": plan.learning_rate,
+        "prompts_per_step": plan.prompts_per_step,
         "revision": revision,
         "wall_s": round(wall, 1),
         "start": start,

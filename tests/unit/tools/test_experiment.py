@@ -151,7 +151,7 @@ def test_run_overrides_carry_the_judge_knobs_and_seed(tmp_path):
 
 def _args(tmp_path, **kwargs):
     defaults = dict(out=tmp_path / "grid", seeds=None, arms=None, quick=True, cache=tmp_path, report_only=False,
-                    jobs=1, gate=False, learning_rates=None)  # fmt: skip
+                    jobs=1, gate=False, learning_rates=None, prompts_per_step=None)  # fmt: skip
     return argparse.Namespace(**{**defaults, "policy": None, **kwargs})
 
 
@@ -169,6 +169,8 @@ def _args(tmp_path, **kwargs):
         ({"learning_rates": "1e-4,x"}, "--learning-rates"),
         ({"learning_rates": "0"}, "--learning-rates"),
         ({"learning_rates": "1e-4,1e-4"}, "--learning-rates"),
+        ({"prompts_per_step": 0}, "--prompts-per-step"),
+        ({"prompts_per_step": 1000}, "--prompts-per-step"),
     ],
 )
 def test_bad_flags_are_refused_before_anything_runs(tmp_path, kwargs, message):

@@ -25,8 +25,10 @@ def _dump(path, rows):
 
 
 def test_validation_figures_read_prefix_and_pass_per_split(tmp_path):
-    dump = _dump(tmp_path / "0.jsonl", [(A, solution_text(A), 1.0), (A, HALF_A, "0.0"), (B, "garbage", "nan"),
-                                        (B, solution_text(B), "1.0")])  # fmt: skip (scores as verl may write them)
+    dump = _dump(
+        tmp_path / "0.jsonl",
+        [(A, solution_text(A), 1.0), (A, HALF_A, "0.0"), (B, "garbage", "nan"), (B, solution_text(B), "1.0")],
+    )  # fmt: skip (scores as verl may write them)
     figures = validation_figures(dump, {"test": {A.question, B.question}, "all_wrong": {B.question}})
     assert figures["test"]["pass"]["mean"] == pytest.approx(0.5) and figures["test"]["pass"]["problems"] == 2
     assert figures["test"]["prefix"]["mean"] == pytest.approx((0.75 + 0.5) / 2)
@@ -61,8 +63,14 @@ def _pilot(rate, pass_after, prefix_after, lengths=(40.0,) * 10):
     problems = [f"q{i}" for i in range(40)]
     start = {q: [0.1, 0.3] for q in problems}
     end = {q: [pass_after + (0.05 if i % 2 else -0.05), prefix_after] for i, q in enumerate(problems)}
-    return {"learning_rate": rate, "steps_logged": [1, 2], "steps": [{"response_length": v} for v in lengths],
-            "start": {"pilot": {"per_problem": start}}, "end": {"pilot": {"per_problem": end}}}  # fmt: skip
+    return {
+        "learning_rate": rate,
+        "prompts_per_step": 8,
+        "steps_logged": [1, 2],
+        "steps": [{"response_length": v} for v in lengths],
+        "start": {"pilot": {"per_problem": start}},
+        "end": {"pilot": {"per_problem": end}},
+    }
 
 
 def test_the_gate_passes_the_pilot_that_moved_and_refuses_collapse_and_stillness():
@@ -73,7 +81,7 @@ def test_the_gate_passes_the_pilot_that_moved_and_refuses_collapse_and_stillness
     by_rate = {p["learning_rate"]: p for p in gate["pilots"]}
     assert not by_rate[1e-4]["moved"] and by_rate[3e-4]["moved"] and by_rate[1e-3]["collapsed"]
     assert by_rate[3e-4]["pass_change"]["z"] >= RISE_SE
-    assert gate["passed"] and gate["learning_rate"] == 3e-4
+    assert gate["passed"] and gate["learning_rate"] == 3e-4 and gate["prompts_per_step"] == 8
     assert not gate_record([still])["passed"] and gate_record([still])["learning_rate"] is None
 
 
