@@ -348,12 +348,27 @@ def gate_plan(plan: Plan, rate: float, prompts: int | None = None) -> Plan:
 
 def write_gate(out: Path) -> dict:
     """``OUT/gate.json`` from every finished pilot."""
-    results = [json.loads(p.read_text()) for p in sorted((out / "runs").glob("gate_lr*/seed0/result.json"))]
+    results = []
+    for path in sorted((out / "runs").glob("gate_lr*/seed0/result.json")):
+        result = json.loads(path.read_text())
+        if result.get("prompts_per_step") is None:  # a pilot from before results recorded it: its command has it
+            result["prompts_per_step"] = _batch_of(path.parent / "command.json")
+        results.append(result)
     record = gate_record(results)
     tmp = out / "gate.json.tmp"
     tmp.write_text(json.dumps(record, indent=1) + "\n")
     os.replace(tmp, out / "gate.json")
     return record
+
+
+def _batch_of(command_json: Path) -> int | None:
+    """``data.train_batch_size`` as the run's command set it (the last override wins, as in Hydra)."""
+    try:
+        words = json.loads(command_json.read_text())["command"]
+    except (OSError, ValueError, KeyError):
+        return None
+    sizes = [w.split("=", 1)[1] for w in words if isinstance(w, str) and w.startswith("data.train_batch_size=")]
+    return int(sizes[-1]) if sizes and sizes[-1].isdigit() else None
 
 
 def _gated_plan(out: Path, plan: Plan) -> Plan:

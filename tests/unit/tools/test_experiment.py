@@ -221,3 +221,11 @@ def test_runs_in_threads_all_run_and_one_error_stops_the_others():
         command._in_threads(failing, ["long", "bad", "never"], 2, stop)
     # The run in progress stopped (a queued one may have started before the cancel: it stops as soon as it looks).
     assert "long" in seen_stop and time.monotonic() - started < 4
+
+
+def test_a_pilot_without_its_batch_recorded_gets_it_from_its_command(tmp_path):
+    path = tmp_path / "command.json"
+    path.write_text(json.dumps({"command": ["bash", "rlvr.sh", "data.train_batch_size=2", "data.train_batch_size=32"]}))
+    assert command._batch_of(path) == 32  # the last override wins, as in Hydra
+    path.write_text(json.dumps({"command": ["bash", "rlvr.sh"]}))
+    assert command._batch_of(path) is None and command._batch_of(tmp_path / "missing.json") is None
