@@ -50,6 +50,7 @@ QUICK_ARMS = ("rlvr", "arena_live")  # the control and the arena: two trainer st
 MAX_JOBS = 8
 MAX_SEEDS = 20
 MAX_PROMPTS_PER_STEP = 256
+MAX_STEPS = 1000
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -83,6 +84,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         help=f"the gate's batch: prompts per step (default {FULL.prompts_per_step}; the grid takes its pilot's)",
+    )
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help=f"the gate's training steps (default {FULL.steps}; the grid takes its pilot's)",
     )
     parser.add_argument("--report-only", action="store_true", help="no runs: results and report from finished runs")
     parser.add_argument(
@@ -258,6 +265,9 @@ def _run(args: argparse.Namespace) -> int:
     prompts = args.prompts_per_step if args.prompts_per_step is not None else plan.prompts_per_step
     if isinstance(prompts, bool) or not 1 <= prompts <= MAX_PROMPTS_PER_STEP:
         raise InputError(f"--prompts-per-step must be between 1 and {MAX_PROMPTS_PER_STEP}, got {prompts}")
+    steps = args.steps if args.steps is not None else plan.steps
+    if isinstance(steps, bool) or not 1 <= steps <= MAX_STEPS:
+        raise InputError(f"--steps must be between 1 and {MAX_STEPS}, got {steps}")
     _claim(out, record)
 
     def log(line: str) -> None:
@@ -266,7 +276,8 @@ def _run(args: argparse.Namespace) -> int:
     assets = build_assets(out, plan, args.cache, args.quick, log, args.policy)
     if args.gate:
         planned = [
-            (Run(ARMS[GATE_ARM], 0, label=_gate_label(lr, prompts, plan)), gate_plan(plan, lr, prompts)) for lr in rates
+            (Run(ARMS[GATE_ARM], 0, label=_gate_label(lr, prompts, steps, plan)), gate_plan(plan, lr, prompts, steps))
+            for lr in rates
         ]
     else:
         if not args.quick:
@@ -336,14 +347,22 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _gate_label(rate: float, prompts: int, plan: Plan) -> str:
-    return f"gate_lr{rate:g}" + ("" if prompts == plan.prompts_per_step else f"_p{prompts}")
+def _gate_label(rate: float, prompts: int, steps: int, plan: Plan) -> str:
+    return (
+        f"gate_lr{rate:g}"
+        + ("" if prompts == plan.prompts_per_step else f"_p{prompts}")
+        + ("" if steps == plan.steps else f"_s{steps}")
+    )
 
 
-def gate_plan(plan: Plan, rate: float, prompts: int | None = None) -> Plan:
-    """A pilot's plan: the grid's shapes at ``rate`` (and ``prompts`` a step), validated on the gate's own draw."""
+def gate_plan(plan: Plan, rate: float, prompts: int | None = None, steps: int | None = None) -> Plan:
+    """A pilot's plan: the grid's shapes at ``rate`` (``prompts`` a step, ``steps`` steps when given), validated on
+    the gate's own draw before and after training."""
     prompts = prompts or plan.prompts_per_step
-    return dataclasses.replace(plan, learning_rate=rate, prompts_per_step=prompts, val_splits=("pilot",))
+    steps = steps or plan.steps
+    return dataclasses.replace(
+        plan, learning_rate=rate, prompts_per_step=prompts, steps=steps, test_freq=steps, val_splits=("pilot",)
+    )
 
 
 def write_gate(out: Path) -> dict:
@@ -381,7 +400,14 @@ def _gated_plan(out: Path, plan: Plan) -> Plan:
     gate = write_gate(out)
     if not gate["passed"]:
         raise InputError(f"{path}: no pilot moved the policy without collapse; the grid is not run (see the pilots)")
-    return dataclasses.replace(plan, learning_rate=gate["learning_rate"], prompts_per_step=gate["prompts_per_step"])
+    steps = gate["steps"]
+    return dataclasses.replace(
+        plan,
+        learning_rate=gate["learning_rate"],
+        prompts_per_step=gate["prompts_per_step"],
+        steps=steps,
+        test_freq=steps,
+    )
 
 
 def _in_threads(attempt, todo: list, jobs: int, stop: threading.Event) -> None:

@@ -80,4 +80,5 @@ def gate_record(results: list[dict]) -> dict:
         "passed": chosen is not None,
         "learning_rate": chosen["learning_rate"] if chosen else None,
         "prompts_per_step": chosen["prompts_per_step"] if chosen else None,
+        "steps": chosen["steps"] if chosen else None,
     }

@@ -151,7 +151,8 @@ def test_run_overrides_carry_the_judge_knobs_and_seed(tmp_path):
 
 def _args(tmp_path, **kwargs):
     defaults = dict(out=tmp_path / "grid", seeds=None, arms=None, quick=True, cache=tmp_path, report_only=False,
-                    jobs=1, gate=False, learning_rates=None, prompts_per_step=None)  # fmt: skip
+                    jobs=1, gate=False, learning_rates=None, prompts_per_step=None,
+                    steps=None)  # fmt: skip
     return argparse.Namespace(**{**defaults, "policy": None, **kwargs})
 
 
@@ -171,6 +172,7 @@ def _args(tmp_path, **kwargs):
         ({"learning_rates": "1e-4,1e-4"}, "--learning-rates"),
         ({"prompts_per_step": 0}, "--prompts-per-step"),
         ({"prompts_per_step": 1000}, "--prompts-per-step"),
+        ({"steps": 0}, "--steps"),
     ],
 )
 def test_bad_flags_are_refused_before_anything_runs(tmp_path, kwargs, message):
@@ -229,3 +231,11 @@ def test_a_pilot_without_its_batch_recorded_gets_it_from_its_command(tmp_path):
     assert command._batch_of(path) == 32  # the last override wins, as in Hydra
     path.write_text(json.dumps({"command": ["bash", "rlvr.sh"]}))
     assert command._batch_of(path) is None and command._batch_of(tmp_path / "missing.json") is None
+
+
+def test_a_pilots_plan_and_label_carry_its_rate_batch_and_steps():
+    plan = command.gate_plan(FULL, 1e-5, 32, 90)
+    assert (plan.learning_rate, plan.prompts_per_step, plan.steps, plan.test_freq) == (1e-5, 32, 90, 90)
+    assert plan.val_splits == ("pilot",)
+    assert command._gate_label(1e-5, 32, 90, FULL) == "gate_lr1e-05_p32_s90"
+    assert command._gate_label(3e-4, FULL.prompts_per_step, FULL.steps, FULL) == "gate_lr0.0003"

@@ -82,6 +82,7 @@ def test_the_gate_passes_the_pilot_that_moved_and_refuses_collapse_and_stillness
     assert not by_rate[1e-4]["moved"] and by_rate[3e-4]["moved"] and by_rate[1e-3]["collapsed"]
     assert by_rate[3e-4]["pass_change"]["z"] >= RISE_SE
     assert gate["passed"] and gate["learning_rate"] == 3e-4 and gate["prompts_per_step"] == 8
+    assert gate["steps"] == 2
     assert not gate_record([still])["passed"] and gate_record([still])["learning_rate"] is None
 
 
