@@ -6,9 +6,11 @@ policy samples them, measured before the levels are chosen.
 Per level (operations, largest operand), over ``prompts`` problems x ``group_size`` samples (temperature 1, as the
 rollout samples): the shares of all-correct, all-wrong and mixed groups; of the all-wrong groups, the share the step
 judge ties completely (every trace with the same valid prefix: a tournament on them has nothing to find but noise);
-the mean valid-prefix share. A level is kept (:func:`keep`) when at least half of its groups are all wrong (the
-verifier starves), at most a quarter of those are fully tied (the judge has something to tell apart) and some groups
-are mixed (RLVR still has a contrast to learn from).
+the mean valid-prefix share; and of the right answers, the share reached through an invalid chain (a skipped step,
+errors that cancel: the verifier rewards luck there, and RLVR reinforces the invalid chain). A level is kept
+(:func:`keep`) when at least half of its groups are all wrong (the verifier starves), at most a quarter of those are
+fully tied (the judge has something to tell apart), some groups are mixed (RLVR still has a contrast to learn from)
+and at most 30% of its right answers are lucky (the verifier's reward means what it says).
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from pathlib import Path
 
 __all__ = ["CANDIDATE_LEVELS", "keep", "measure_levels", "all_wrong_problems"]
 
-CANDIDATE_LEVELS = tuple((ops, largest) for ops in (2, 3, 4, 5) for largest in (9, 20, 40, 99))
+CANDIDATE_LEVELS = tuple((ops, largest) for ops in (2, 3, 4, 5) for largest in (9, 20, 40, 60, 99))
 MIN_ALL_WRONG = 0.5
 MAX_TIED_OF_ALL_WRONG = 0.25
+# Set after the first measurement: no level had a lucky share at or below 0.25; (3, 60) has 0.28.
+MAX_LUCKY_OF_RIGHT = 0.3
 
 
 def keep(row: dict) -> bool:
@@ -31,6 +35,8 @@ def keep(row: dict) -> bool:
         and row["tied_of_all_wrong"] is not None
         and row["tied_of_all_wrong"] <= MAX_TIED_OF_ALL_WRONG
         and row["mixed"] > 0
+        and row["lucky_of_right"] is not None
+        and row["lucky_of_right"] <= MAX_LUCKY_OF_RIGHT
     )
 
 
@@ -57,7 +63,7 @@ def measure_levels(policy: Path, levels, prompts: int, group_size: int, seed: in
         torch.manual_seed(seed)
         rng = np.random.default_rng([seed, operations, largest])
         kinds = {"all_correct": 0, "all_wrong": 0, "mixed": 0}
-        tied, prefix_shares = 0, []
+        tied, prefix_shares, right_count, lucky = 0, [], 0, 0
         for _ in range(prompts):
             problem = draw_problem(rng, operations, largest)
             right, prefixes = _group(model, tokenizer, problem, group_size)
@@ -65,6 +71,8 @@ def measure_levels(policy: Path, levels, prompts: int, group_size: int, seed: in
             kinds[kind] += 1
             tied += kind == "all_wrong" and len(set(prefixes)) == 1
             prefix_shares.extend(p / operations for p in prefixes)
+            right_count += sum(right)
+            lucky += sum(r and p < operations for r, p in zip(right, prefixes))
         row = {
             "operations": operations,
             "largest": largest,
@@ -72,6 +80,8 @@ def measure_levels(policy: Path, levels, prompts: int, group_size: int, seed: in
             **{name: round(count / prompts, 3) for name, count in kinds.items()},
             "tied_of_all_wrong": round(tied / kinds["all_wrong"], 3) if kinds["all_wrong"] else None,
             "mean_prefix_share": round(float(np.mean(prefix_shares)), 3),
+            "right_answers": right_count,
+            "lucky_of_right": round(lucky / right_count, 3) if right_count else None,
         }
         row["kept"] = keep(row)
         log(json.dumps(row))
@@ -106,7 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         "policy_build": json.loads((args.policy / "built.json").read_text()).get("settings"),
         "group_size": args.group_size,
         "seed": args.seed,
-        "rule": f"kept: all_wrong >= {MIN_ALL_WRONG}, tied_of_all_wrong <= {MAX_TIED_OF_ALL_WRONG}, mixed > 0",
+        "rule": (
+            f"kept: all_wrong >= {MIN_ALL_WRONG}, tied_of_all_wrong <= {MAX_TIED_OF_ALL_WRONG}, mixed > 0, "
+            f"lucky_of_right <= {MAX_LUCKY_OF_RIGHT}"
+        ),
         "levels": rows,
     }
     args.out.write_text(json.dumps(record, indent=1) + "\n")
