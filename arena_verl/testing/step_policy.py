@@ -26,7 +26,15 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-__all__ = ["PolicySettings", "build_step_policy", "group_kinds", "load_policy", "sample_group", "CHAT_TEMPLATE"]
+__all__ = [
+    "PolicySettings",
+    "build_step_policy",
+    "group_kinds",
+    "load_policy",
+    "sample_group",
+    "sample_ids",
+    "CHAT_TEMPLATE",
+]
 
 # The prompt as the rollout renders it (verl applies the chat template with add_generation_prompt): the question,
 # a newline, and the answer follows. Kept trivial so that the SFT texts and verl's prompts are the same tokens.
@@ -222,15 +230,17 @@ def load_policy(folder: str | Path):
     return Qwen2ForCausalLM.from_pretrained(str(folder)).eval(), AutoTokenizer.from_pretrained(str(folder))
 
 
-def sample_group(model, tokenizer, question: str, group_size: int, max_new_tokens: int = 96) -> list[str]:
-    """``group_size`` completions of ``question`` as the rollout samples them (the chat template, temperature 1,
-    no top-p or top-k), decoded without special tokens. Seeded by the caller's ``torch.manual_seed``."""
+def sample_ids(model, tokenizer, question: str, group_size: int, max_new_tokens: int = 96):
+    """``group_size`` completions of ``question`` as the rollout samples them (the chat template, temperature 1, no
+    top-p or top-k): (the prompt's ids, the generated ids of each completion, padded). Seeded by the caller's
+    ``torch.manual_seed``."""
     import torch
 
     prompt = tokenizer.apply_chat_template(
         [{"role": "user", "content": question}], add_generation_prompt=True, tokenize=False
     )
-    ids = torch.tensor([tokenizer.encode(prompt, add_special_tokens=False)] * group_size)
+    prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
+    ids = torch.tensor([prompt_ids] * group_size)
     with torch.no_grad():
         out = model.generate(
             ids,
@@ -243,7 +253,13 @@ def sample_group(model, tokenizer, question: str, group_size: int, max_new_token
             pad_token_id=tokenizer.pad_token_id,
             eos_token_id=tokenizer.eos_token_id,
         )
-    return tokenizer.batch_decode(out[:, ids.shape[1] :], skip_special_tokens=True)
+    return prompt_ids, out[:, len(prompt_ids) :]
+
+
+def sample_group(model, tokenizer, question: str, group_size: int, max_new_tokens: int = 96) -> list[str]:
+    """:func:`sample_ids`' completions decoded without special tokens."""
+    _, generated = sample_ids(model, tokenizer, question, group_size, max_new_tokens)
+    return tokenizer.batch_decode(generated, skip_special_tokens=True)
 
 
 def main(argv: list[str] | None = None) -> int:

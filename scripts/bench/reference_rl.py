@@ -25,36 +25,16 @@ import numpy as np
 import torch
 
 from arena_verl.data.chain_arithmetic import check_steps, make_problems
-from arena_verl.testing.step_policy import load_policy
+from arena_verl.testing.step_policy import load_policy, sample_ids
 from arena_verl.tools.experiment.measures import clustered_mean, paired_change
 from arena_verl.verify.extraction import extract_final_answer
 
 
-def _prompt_ids(tokenizer, problem) -> list[int]:
-    text = tokenizer.apply_chat_template(
-        [{"role": "user", "content": problem.question}], add_generation_prompt=True, tokenize=False
-    )
-    return tokenizer.encode(text, add_special_tokens=False)
-
-
 def _sample(model, tokenizer, problem, n: int, max_new_tokens: int):
     """``n`` completions: (prompt ids, list of completion id lists, texts)."""
-    prompt = _prompt_ids(tokenizer, problem)
-    ids = torch.tensor([prompt] * n)
-    with torch.no_grad():
-        out = model.generate(
-            ids,
-            attention_mask=torch.ones_like(ids),
-            do_sample=True,
-            temperature=1.0,
-            top_p=1.0,
-            top_k=0,
-            max_new_tokens=max_new_tokens,
-            pad_token_id=tokenizer.pad_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-        )
+    prompt, generated = sample_ids(model, tokenizer, problem.question, n, max_new_tokens)
     completions = []
-    for row in out[:, len(prompt) :].tolist():
+    for row in generated.tolist():
         if tokenizer.eos_token_id in row:
             row = row[: row.index(tokenizer.eos_token_id) + 1]  # the eos is a sampled token: it is trained too
         completions.append([t for t in row if t != tokenizer.pad_token_id])
