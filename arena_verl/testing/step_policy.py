@@ -30,6 +30,7 @@ from pathlib import Path
 
 __all__ = [
     "PolicySettings",
+    "answer_is_right",
     "build_step_policy",
     "group_kinds",
     "load_policy",
@@ -199,7 +200,6 @@ def group_kinds(folder: str | Path, settings: PolicySettings, log=print, split: 
     import torch
 
     from arena_verl.data.chain_arithmetic import make_problems
-    from arena_verl.verify.extraction import extract_final_answer
 
     model, tokenizer = load_policy(folder)
     torch.manual_seed(settings.seed)
@@ -208,7 +208,7 @@ def group_kinds(folder: str | Path, settings: PolicySettings, log=print, split: 
     by_ops: dict[int, list[float]] = {}
     for problem in problems:
         texts = sample_group(model, tokenizer, problem.question, settings.group_size)
-        right = [extract_final_answer(text)[0] == str(problem.answer) for text in texts]
+        right = [answer_is_right(problem, text) for text in texts]
         share = sum(right) / len(right)
         kinds["all_correct" if share == 1 else "all_wrong" if share == 0 else "mixed"] += 1
         by_ops.setdefault(len(problem.ops), []).append(share)
@@ -223,6 +223,13 @@ def group_kinds(folder: str | Path, settings: PolicySettings, log=print, split: 
     }
     log(f"  group kinds at N={settings.group_size} ({split}): {json.dumps(result)}")
     return result
+
+
+def answer_is_right(problem, text: str) -> bool:
+    """Whether ``text``'s ``Answer:`` line (the arena verifier's extraction) is ``problem``'s value."""
+    from arena_verl.verify.extraction import extract_final_answer
+
+    return extract_final_answer(text)[0] == str(problem.answer)
 
 
 def load_policy(folder: str | Path):

@@ -25,9 +25,8 @@ import numpy as np
 import torch
 
 from arena_verl.data.chain_arithmetic import check_steps, make_problems
-from arena_verl.testing.step_policy import load_policy, sample_ids
+from arena_verl.testing.step_policy import answer_is_right, load_policy, sample_ids
 from arena_verl.tools.experiment.measures import clustered_mean, paired_change
-from arena_verl.verify.extraction import extract_final_answer
 
 
 def _sample(model, tokenizer, problem, n: int, max_new_tokens: int):
@@ -42,16 +41,12 @@ def _sample(model, tokenizer, problem, n: int, max_new_tokens: int):
     return prompt, completions, texts
 
 
-def _right(problem, text: str) -> bool:
-    return extract_final_answer(text)[0] == str(problem.answer)
-
-
 def validate(model, tokenizer, problems, n: int, max_new_tokens: int) -> dict:
     model.eval()
     passes, prefixes = {}, {}
     for problem in problems:
         _, _, texts = _sample(model, tokenizer, problem, n, max_new_tokens)
-        passes[problem.question] = [float(_right(problem, t)) for t in texts]
+        passes[problem.question] = [float(answer_is_right(problem, t)) for t in texts]
         prefixes[problem.question] = [check_steps(problem, t).share for t in texts]
     per_problem = {q: [float(np.mean(passes[q])), float(np.mean(prefixes[q]))] for q in passes}
     return {"pass": clustered_mean(passes), "prefix": clustered_mean(prefixes), "per_problem": per_problem}
@@ -126,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         batch = train[step * args.prompts : (step + 1) * args.prompts]
         for problem in batch:
             prompt, completions, texts = _sample(model, tokenizer, problem, args.n, args.max_new_tokens)
-            rewards = [float(_right(problem, t)) for t in texts]
+            rewards = [float(answer_is_right(problem, t)) for t in texts]
             rewards_all.extend(rewards)
             groups.append((prompt, completions, rewards, texts))
         figures = grpo_step(model, tokenizer, optimizer, groups, positive_only=args.positive_only)

@@ -246,15 +246,11 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     out = _check_out(args.out)
     arms = _arms(args.arms, args.quick)
-    seeds = args.seeds if args.seeds is not None else (1 if args.quick else 4)
-    if isinstance(seeds, bool) or not 1 <= seeds <= MAX_SEEDS:
-        raise InputError(f"--seeds must be between 1 and {MAX_SEEDS}, got {seeds}")
+    seeds = _count_flag("--seeds", args.seeds if args.seeds is not None else (1 if args.quick else 4), MAX_SEEDS)
     # One at a time, --quick too: two trainers starting side by side on 2 cores gained nothing here (264 s for both
     # at once, 250 s one after the other, 2026-12-04), and on CI's machine the second ran past its run's bound
     # without logging a step while the first finished.
-    jobs = args.jobs
-    if isinstance(jobs, bool) or not 1 <= jobs <= MAX_JOBS:
-        raise InputError(f"--jobs must be between 1 and {MAX_JOBS}, got {jobs}")
+    jobs = _count_flag("--jobs", args.jobs, MAX_JOBS)
     if not (RECIPES / "rlvr.sh").is_file():
         raise InputError(f"the experiment recipes are not at {RECIPES} (run from a clone of the repository)")
     plan = QUICK if args.quick else FULL
@@ -262,12 +258,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.policy is not None:
         record["policy"] = str(args.policy.resolve())
     rates = learning_rates(args.learning_rates, GATE_LEARNING_RATES)
-    prompts = args.prompts_per_step if args.prompts_per_step is not None else plan.prompts_per_step
-    if isinstance(prompts, bool) or not 1 <= prompts <= MAX_PROMPTS_PER_STEP:
-        raise InputError(f"--prompts-per-step must be between 1 and {MAX_PROMPTS_PER_STEP}, got {prompts}")
-    steps = args.steps if args.steps is not None else plan.steps
-    if isinstance(steps, bool) or not 1 <= steps <= MAX_STEPS:
-        raise InputError(f"--steps must be between 1 and {MAX_STEPS}, got {steps}")
+    prompts = _count_flag(
+        "--prompts-per-step",
+        args.prompts_per_step if args.prompts_per_step is not None else plan.prompts_per_step,
+        MAX_PROMPTS_PER_STEP,
+    )
+    steps = _count_flag("--steps", args.steps if args.steps is not None else plan.steps, MAX_STEPS)
     _claim(out, record)
 
     def log(line: str) -> None:
@@ -355,14 +351,23 @@ def _gate_label(rate: float, prompts: int, steps: int, plan: Plan) -> str:
     )
 
 
+def _count_flag(flag: str, value, high: int) -> int:
+    """A whole-number flag in [1, ``high``]; an InputError naming ``flag`` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+        raise InputError(f"{flag} must be between 1 and {high}, got {value}")
+    return value
+
+
+def _trained(plan: Plan, rate: float, prompts: int, steps: int) -> Plan:
+    """``plan`` at a learning rate, batch and length, validated before training and after its last step."""
+    return dataclasses.replace(plan, learning_rate=rate, prompts_per_step=prompts, steps=steps, test_freq=steps)
+
+
 def gate_plan(plan: Plan, rate: float, prompts: int | None = None, steps: int | None = None) -> Plan:
     """A pilot's plan: the grid's shapes at ``rate`` (``prompts`` a step, ``steps`` steps when given), validated on
     the gate's own draw before and after training."""
-    prompts = prompts or plan.prompts_per_step
-    steps = steps or plan.steps
-    return dataclasses.replace(
-        plan, learning_rate=rate, prompts_per_step=prompts, steps=steps, test_freq=steps, val_splits=("pilot",)
-    )
+    pilot = _trained(plan, rate, prompts or plan.prompts_per_step, steps or plan.steps)
+    return dataclasses.replace(pilot, val_splits=("pilot",))
 
 
 def write_gate(out: Path) -> dict:
@@ -400,14 +405,7 @@ def _gated_plan(out: Path, plan: Plan) -> Plan:
     gate = write_gate(out)
     if not gate["passed"]:
         raise InputError(f"{path}: no pilot moved the policy without collapse; the grid is not run (see the pilots)")
-    steps = gate["steps"]
-    return dataclasses.replace(
-        plan,
-        learning_rate=gate["learning_rate"],
-        prompts_per_step=gate["prompts_per_step"],
-        steps=steps,
-        test_freq=steps,
-    )
+    return _trained(plan, gate["learning_rate"], gate["prompts_per_step"], gate["steps"])
 
 
 def _in_threads(attempt, todo: list, jobs: int, stop: threading.Event) -> None:

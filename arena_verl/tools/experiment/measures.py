@@ -66,21 +66,16 @@ def _number(value) -> float:
     return number if math.isfinite(number) else 0.0
 
 
-def _question(prompt: str) -> str | None:
-    problem = parse_problem(prompt)
-    return None if problem is None else problem.question
-
-
 def validation_figures(dump: Path, questions: dict[str, set[str]]) -> dict[str, dict]:
     """One validation dump (``<step>.jsonl``): per split, ``{"pass": clustered_mean, "prefix": clustered_mean}``;
     also ``"per_problem"``: question -> (pass, prefix) means, for paired comparisons of two validations."""
     passes: dict[str, dict[str, list[float]]] = {name: {} for name in questions}
     prefixes: dict[str, dict[str, list[float]]] = {name: {} for name in questions}
     for entry in _lines(dump):
-        question = _question(str(entry.get("input", "")))
-        if question is None:
+        problem = parse_problem(str(entry.get("input", "")))
+        if problem is None:
             continue
-        share = prefix_share(str(entry["input"]), str(entry.get("output", "")))
+        question, share = problem.question, check_steps(problem, str(entry.get("output", ""))).share
         passed = 1.0 if _number(entry.get("score")) > 0 else 0.0
         for name, held in questions.items():
             if question in held:

@@ -42,11 +42,10 @@ def keep(row: dict) -> bool:
 
 def _group(model, tokenizer, problem, group_size: int) -> tuple[list[bool], list[int]]:
     from arena_verl.data.chain_arithmetic import check_steps
-    from arena_verl.testing.step_policy import sample_group
-    from arena_verl.verify.extraction import extract_final_answer
+    from arena_verl.testing.step_policy import answer_is_right, sample_group
 
     texts = sample_group(model, tokenizer, problem.question, group_size)
-    right = [extract_final_answer(text)[0] == str(problem.answer) for text in texts]
+    right = [answer_is_right(problem, text) for text in texts]
     return right, [check_steps(problem, text).valid_prefix for text in texts]
 
 
