@@ -33,7 +33,7 @@
 #   RUN_DIR [./runs/<experiment>]  checkpoints/, validation/ (dumps), metrics/<attempt>.jsonl, train.log (shared storage)
 #   TOTAL_STEPS [verl's: epochs / same / 2]   SAVE_FREQ [20]   TEST_FREQ [20]   (-1: never)
 #   KEEP_CHECKPOINTS [3]     checkpoints kept (trainer.max_actor_ckpt_to_keep); -1: all
-#   VAL_N [16 / 16 / 2]      VAL_TEMPERATURE [0.6]
+#   VAL_N [16 / 16 / 2]      VAL_TEMPERATURE [0.6]   VAL_TOP_P [0.95]
 #   SEED [verl's: 42; the judge's 0]  one seed for the data order (data.seed, actor.data_loader_seed), the actor's
 #                            initialisation (actor.fsdp_config.seed), rollout sampling (rollout.seed) and the judge's
 #                            own noise (reward.arena.judge.seed): runs that differ only in SEED are the seeds of one arm
@@ -356,6 +356,7 @@ experiment_main() {
   [ -z "${SEED:-}" ] || _check_int SEED "$SEED" 0
   for name in SAVE_FREQ TEST_FREQ KEEP_CHECKPOINTS; do [ -z "${!name:-}" ] || _check_int "$name" "${!name}" -1; done
   [[ "${VAL_TEMPERATURE:-0.6}" =~ ^[0-9]+([.][0-9]+)?$ ]] || _die "VAL_TEMPERATURE must be a number >= 0"
+  [[ "${VAL_TOP_P:-0.95}" =~ ^(0?[.][0-9]*[1-9][0-9]*|1([.]0*)?)$ ]] || _die "VAL_TOP_P must be a number in (0, 1]"
   # Each attempt (a requeued job is a new attempt) gets its own metrics file: verl's file logger truncates it.
   local metrics_file
   metrics_file=$run_dir/metrics/$(date +%Y%m%d-%H%M%S)-$$.jsonl
@@ -373,7 +374,7 @@ experiment_main() {
     data.train_files="$(_hydra_list "$train_files")" data.val_files="$(_hydra_list "$val_files")"
     actor_rollout_ref.rollout.val_kwargs.n="${VAL_N:-$default_val_n}"
     actor_rollout_ref.rollout.val_kwargs.temperature="${VAL_TEMPERATURE:-0.6}"
-    actor_rollout_ref.rollout.val_kwargs.top_p=0.95 actor_rollout_ref.rollout.val_kwargs.do_sample=True
+    actor_rollout_ref.rollout.val_kwargs.top_p="${VAL_TOP_P:-0.95}" actor_rollout_ref.rollout.val_kwargs.do_sample=True
     trainer.default_local_dir="$(_hq "$run_dir/checkpoints")" trainer.resume_mode=auto
     trainer.max_actor_ckpt_to_keep="$keep" trainer.max_critic_ckpt_to_keep="$keep"
     trainer.validation_data_dir="$(_hq "$run_dir/validation")"

@@ -98,14 +98,25 @@ class LoopbackJudge:
         except (OSError, ValueError):
             return {}
 
-    def _answered(self) -> int:
-        if not self.calls_log:
-            return self.calls
+    def _logged_answers(self) -> int:
+        """Answers in ``calls_log``; the caller holds ``_lock``."""
+        if not os.path.exists(self.calls_log):  # nothing answered yet
+            return 0
+        with open(self.calls_log) as log:
+            return sum(1 for _ in log)
+
+    def _die_once_answered(self, count: int) -> None:
+        """Exit at once (as a killed server: no answer, every connection reset) when ``count`` answers are logged, and
+        say when in ``calls_log.deaths``. Under the lock that logs answers, and exiting while holding it: no answer is
+        logged after the death's time (another request's answer is logged before it or never, and is sent only once
+        logged), so the answers up to the death's time are all a client could have received."""
         with self._lock:
-            if not os.path.exists(self.calls_log):  # nothing answered yet
-                return 0
-            with open(self.calls_log) as log:
-                return sum(1 for _ in log)
+            answered = self._logged_answers()
+            if answered < count:
+                return
+            with open(self.calls_log + ".deaths", "a") as deaths:  # what a test may assert from
+                deaths.write(json.dumps({"t": time.time(), "answers": answered}) + "\n")
+            os._exit(137)
 
     def _handler(self):
         judge = self
@@ -136,11 +147,8 @@ class LoopbackJudge:
                         started.write("1\n")
                 control = judge._control()
                 die_after = control.get("die_after_calls")
-                if die_after is not None and judge._answered() >= die_after:
-                    if judge.calls_log:  # when it died and after how many answers: what a test may assert from
-                        with open(judge.calls_log + ".deaths", "a") as deaths:
-                            deaths.write(json.dumps({"t": time.time(), "answers": judge._answered()}) + "\n")
-                    os._exit(137)  # as a killed server: no answer, every connection reset
+                if die_after is not None and judge.calls_log:
+                    judge._die_once_answered(die_after)
                 delay = float(control.get("delay_s") or 0.0)
                 if delay:
                     time.sleep(delay)  # a slow judge: the client may have given up meanwhile

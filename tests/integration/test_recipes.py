@@ -159,11 +159,22 @@ def test_paths_with_spaces_and_several_files_survive_to_the_config(tmp_path):
     assert (config.trainer.nnodes, config.trainer.n_gpus_per_node, config.trainer.total_training_steps) == (2, 4, 7)
 
 
+def test_validation_sampling_reaches_the_config(tmp_path):
+    result = run_recipe("rlvr", tmp_path, "--dry-run", VAL_TEMPERATURE="1.0", VAL_TOP_P="1.0")
+    config = recipe.compose_experiment(*overrides_of(command_of(result.stdout)))
+    assert (
+        config.actor_rollout_ref.rollout.val_kwargs.temperature,
+        config.actor_rollout_ref.rollout.val_kwargs.top_p,
+    ) == (1.0, 1.0)
+    default = recipe.compose_experiment(*overrides_of(command_of(run_recipe("rlvr", tmp_path, "--dry-run").stdout)))
+    assert default.actor_rollout_ref.rollout.val_kwargs.top_p == 0.95
+
+
 @pytest.mark.parametrize(
     "env",
     [{"SETTING": "laptop"}, {"JUDGE_PLACEMENT": "cloud"}, {"NNODES": "0"}, {"GPUS_PER_NODE": "abc"}, {"VAL_N": "-1"},
      {"TOTAL_STEPS": "0"}, {"SAVE_FREQ": "0"}, {"TEST_FREQ": "2.5"}, {"VAL_TEMPERATURE": "hot"}, {"JUDGE_TP": "0"},
-     {"RUN_DIR": "C:\\runs"}],
+     {"VAL_TOP_P": "0"}, {"VAL_TOP_P": "1.5"}, {"RUN_DIR": "C:\\runs"}],
 )  # fmt: skip
 def test_absurd_values_are_refused_before_anything_starts(env, tmp_path):
     result = run_recipe("arena_live", tmp_path, "--dry-run", **env)

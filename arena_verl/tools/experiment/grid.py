@@ -90,7 +90,11 @@ def run_environment(run: Run, plan: Plan, assets: dict[str, Path], folder: Path)
         TEST_FREQ=str(plan.test_freq),
         SAVE_FREQ="-1",
         VAL_N=str(plan.val_n),
+        # Validation samples as the rollout does (temperature 1, top-p 1): the distribution RL trains is the one
+        # measured. At the recipe's top-p 0.95 the tail that RLVR's sharpening removes is cut already, so a policy
+        # whose training batches improve can look unmoved (docs/benchmarks/learning.md).
         VAL_TEMPERATURE="1.0",
+        VAL_TOP_P="1.0",
         TIMEOUT_S=str(plan.timeout_s),
         LOGGER="[console,file]",
         EXPERIMENT_NAME=f"{run.name}-seed{run.seed}",
