@@ -239,10 +239,10 @@ def load_policy(folder: str | Path):
     return Qwen2ForCausalLM.from_pretrained(str(folder)).eval(), AutoTokenizer.from_pretrained(str(folder))
 
 
-def sample_ids(model, tokenizer, question: str, group_size: int, max_new_tokens: int = 96):
+def sample_ids(model, tokenizer, question: str, group_size: int, max_new_tokens: int = 96, temperature: float = 1.0):
     """``group_size`` completions of ``question`` as the rollout samples them (the chat template, temperature 1, no
     top-p or top-k): (the prompt's ids, the generated ids of each completion, padded). Seeded by the caller's
-    ``torch.manual_seed``."""
+    ``torch.manual_seed``. ``temperature`` 0 decodes greedily."""
     import torch
 
     prompt = tokenizer.apply_chat_template(
@@ -254,8 +254,7 @@ def sample_ids(model, tokenizer, question: str, group_size: int, max_new_tokens:
         out = model.generate(
             ids,
             attention_mask=torch.ones_like(ids),
-            do_sample=True,
-            temperature=1.0,
+            **({"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}),
             top_p=1.0,
             top_k=0,
             max_new_tokens=max_new_tokens,

@@ -1,0 +1,66 @@
+"""What RLVR could gain on the learning experiment's policy by sharpening alone: the pass rate and the valid-step
+prefix on the gate's own hard draw when the starting policy samples at lower temperatures and greedily, next to
+temperature 1 (what the rollout and the validation sample) and pass@N at temperature 1. RL that only sharpens the
+policy's own distribution can at most move temperature 1 toward the best of these; what lies beyond needs new
+arithmetic, not a sharper choice among what the policy already writes.
+
+    python scripts/bench/sharpening_headroom.py --policy DIR [--temperatures 1,0.7,0.4,0 --val-rows 128 --n 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from arena_verl.data.chain_arithmetic import check_steps, make_problems
+from arena_verl.testing.step_policy import answer_is_right, load_policy, sample_ids
+from arena_verl.tools.experiment.measures import clustered_mean
+
+
+def measure(model, tokenizer, problems, n: int, temperature: float) -> dict:
+    """Pass rate and prefix (clustered by problem) at ``temperature``, with pass@n (any of the n right)."""
+    passes, prefixes, any_right = {}, {}, []
+    for problem in problems:
+        _, generated = sample_ids(model, tokenizer, problem.question, n if temperature > 0 else 1, 96, temperature)
+        texts = tokenizer.batch_decode(generated, skip_special_tokens=True)
+        passes[problem.question] = [float(answer_is_right(problem, t)) for t in texts]
+        prefixes[problem.question] = [check_steps(problem, t).share for t in texts]
+        any_right.append(float(max(passes[problem.question])))
+    return {
+        "temperature": temperature,
+        "samples_per_problem": n if temperature > 0 else 1,
+        "pass": clustered_mean(passes),
+        "prefix": clustered_mean(prefixes),
+        "pass_at_n": float(np.mean(any_right)),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--policy", type=Path, required=True)
+    parser.add_argument("--temperatures", default="1,0.7,0.4,0")
+    parser.add_argument("--val-rows", type=int, default=128)
+    parser.add_argument("--n", type=int, default=8, help="samples a problem at each temperature above 0")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    problems = make_problems(args.val_rows, "hard_pilot", seed=0)
+    model, tokenizer = load_policy(args.policy)
+    model.eval()
+    rows = []
+    for temperature in (float(t) for t in args.temperatures.split(",")):
+        torch.manual_seed(args.seed)
+        rows.append(measure(model, tokenizer, problems, args.n, temperature))
+        row = rows[-1]
+        brief = {"temperature": temperature, "pass": row["pass"]["mean"], "prefix": row["prefix"]["mean"]}
+        print(json.dumps(brief | {"pass_at_n": row["pass_at_n"]}), file=sys.stderr, flush=True)
+    print(json.dumps({"val_rows": args.val_rows, "n": args.n, "rows": rows}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
