@@ -240,9 +240,9 @@ def load_policy(folder: str | Path):
 
 
 def sample_ids(model, tokenizer, question: str, group_size: int, max_new_tokens: int = 96, temperature: float = 1.0):
-    """``group_size`` completions of ``question`` as the rollout samples them (the chat template, temperature 1, no
-    top-p or top-k): (the prompt's ids, the generated ids of each completion, padded). Seeded by the caller's
-    ``torch.manual_seed``. ``temperature`` 0 decodes greedily."""
+    """``group_size`` completions of ``question`` sampled at ``temperature`` with no top-p or top-k (at the default 1,
+    as the rollout samples them), after the chat template: (the prompt's ids, the generated ids of each completion,
+    padded). Seeded by the caller's ``torch.manual_seed``. ``temperature`` 0 decodes greedily."""
     import torch
 
     prompt = tokenizer.apply_chat_template(

@@ -29,9 +29,9 @@ from arena_verl.testing.step_policy import answer_is_right, load_policy, sample_
 from arena_verl.tools.experiment.measures import clustered_mean, paired_change
 
 
-def _sample(model, tokenizer, problem, n: int, max_new_tokens: int):
-    """``n`` completions: (prompt ids, list of completion id lists, texts)."""
-    prompt, generated = sample_ids(model, tokenizer, problem.question, n, max_new_tokens)
+def _sample(model, tokenizer, problem, n: int, max_new_tokens: int, temperature: float = 1.0):
+    """``n`` completions: (prompt ids, list of completion id lists, texts). ``temperature`` 0: greedy."""
+    prompt, generated = sample_ids(model, tokenizer, problem.question, n, max_new_tokens, temperature)
     completions = []
     for row in generated.tolist():
         if tokenizer.eos_token_id in row:
@@ -41,15 +41,22 @@ def _sample(model, tokenizer, problem, n: int, max_new_tokens: int):
     return prompt, completions, texts
 
 
-def validate(model, tokenizer, problems, n: int, max_new_tokens: int) -> dict:
+def validate(model, tokenizer, problems, n: int, max_new_tokens: int, temperature: float = 1.0) -> dict:
+    """Pass rate and valid-step prefix over ``n`` samples a problem (clustered by problem), each problem's mean
+    pass and prefix (``per_problem``), and pass@n: the share of problems with at least one right sample."""
     model.eval()
     passes, prefixes = {}, {}
     for problem in problems:
-        _, _, texts = _sample(model, tokenizer, problem, n, max_new_tokens)
+        _, _, texts = _sample(model, tokenizer, problem, n, max_new_tokens, temperature)
         passes[problem.question] = [float(answer_is_right(problem, t)) for t in texts]
         prefixes[problem.question] = [check_steps(problem, t).share for t in texts]
     per_problem = {q: [float(np.mean(passes[q])), float(np.mean(prefixes[q]))] for q in passes}
-    return {"pass": clustered_mean(passes), "prefix": clustered_mean(prefixes), "per_problem": per_problem}
+    return {
+        "pass": clustered_mean(passes),
+        "prefix": clustered_mean(prefixes),
+        "pass_at_n": float(np.mean([mean_pass > 0 for mean_pass, _ in per_problem.values()])),
+        "per_problem": per_problem,
+    }
 
 
 def grpo_step(model, tokenizer, optimizer, groups, clip: float = 1.0, positive_only: bool = False) -> dict:

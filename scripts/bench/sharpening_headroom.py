@@ -14,30 +14,13 @@ import json
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from arena_verl.data.chain_arithmetic import check_steps, make_problems
-from arena_verl.testing.step_policy import answer_is_right, load_policy, sample_ids
-from arena_verl.tools.experiment.measures import clustered_mean
+from arena_verl.data.chain_arithmetic import make_problems
+from arena_verl.testing.step_policy import load_policy
 
-
-def measure(model, tokenizer, problems, n: int, temperature: float) -> dict:
-    """Pass rate and prefix (clustered by problem) at ``temperature``, with pass@n (any of the n right)."""
-    passes, prefixes, any_right = {}, {}, []
-    for problem in problems:
-        _, generated = sample_ids(model, tokenizer, problem.question, n if temperature > 0 else 1, 96, temperature)
-        texts = tokenizer.batch_decode(generated, skip_special_tokens=True)
-        passes[problem.question] = [float(answer_is_right(problem, t)) for t in texts]
-        prefixes[problem.question] = [check_steps(problem, t).share for t in texts]
-        any_right.append(float(max(passes[problem.question])))
-    return {
-        "temperature": temperature,
-        "samples_per_problem": n if temperature > 0 else 1,
-        "pass": clustered_mean(passes),
-        "prefix": clustered_mean(prefixes),
-        "pass_at_n": float(np.mean(any_right)),
-    }
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reference_rl import validate  # noqa: E402  (the same validation as the reference loop)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,8 +37,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for temperature in (float(t) for t in args.temperatures.split(",")):
         torch.manual_seed(args.seed)
-        rows.append(measure(model, tokenizer, problems, args.n, temperature))
-        row = rows[-1]
+        samples = args.n if temperature > 0 else 1
+        figures = validate(model, tokenizer, problems, samples, 96, temperature)
+        row = {"temperature": temperature, "samples_per_problem": samples}
+        row |= {k: figures[k] for k in ("pass", "prefix", "pass_at_n")}
+        rows.append(row)
         brief = {"temperature": temperature, "pass": row["pass"]["mean"], "prefix": row["prefix"]["mean"]}
         print(json.dumps(brief | {"pass_at_n": row["pass_at_n"]}), file=sys.stderr, flush=True)
     print(json.dumps({"val_rows": args.val_rows, "n": args.n, "rows": rows}, indent=1))
