@@ -151,15 +151,16 @@ class Fault:
 @dataclass
 class FaultPlan:
     """Runs the faults in order, in a thread, while the run trains. Each waits for its condition on the run's progress:
-    the steps logged so far (``steps``: step -> metrics) and the judge's answers (``judge.calls``)."""
+    the steps logged so far (``steps``: step -> metrics) and the judge's answers (``judge.calls``). When a step ended
+    is read from its rollout dump (``ended_at``), not from when the plan's poll saw it logged."""
 
     metrics_dir: Path
+    rollout_dir: Path  # the run's ``trainer.rollout_data_dir``: its dumps' times say when each step ended
     judge: JudgeProcess
     faults: list[Fault]
     poll_s: float = 0.2
     steps: dict[int, dict] = field(default_factory=dict)
     calls_at_step: dict[int, int] = field(default_factory=dict)  # the judge's answers when each step was first seen
-    seen_at: dict[int, float] = field(default_factory=dict)  # when each step was first seen logged
     error: BaseException | None = None
 
     def __post_init__(self):
@@ -195,7 +196,6 @@ class FaultPlan:
                     self.steps = logged_steps(self.metrics_dir)
                     for step in self.steps:
                         self.calls_at_step.setdefault(step, self.judge.calls)
-                        self.seen_at.setdefault(step, time.time())
                     if fault.when(self):
                         fault.step_before = max(self.steps, default=0)
                         fault.calls_before = self.judge.calls
@@ -203,19 +203,23 @@ class FaultPlan:
                         fault.result = fault.action()
                         break
                     time.sleep(self.poll_s)
-            while not self._stop.is_set():  # the steps after the last fault: their times give recovery times
+            while not self._stop.is_set():  # the steps after the last fault
                 self.steps = logged_steps(self.metrics_dir)
-                for step in self.steps:
-                    self.seen_at.setdefault(step, time.time())
                 time.sleep(self.poll_s)
         except BaseException as exc:  # noqa: BLE001  (reported by the test, not lost in the thread)
             self.error = exc
 
+    def ended_at(self) -> dict[int, float]:
+        """When each step ended, exactly: verl's V1 trainer writes a step's rollout dump after its update and
+        checkpoint, just before it logs the step, and only then starts the next step's rollout. The plan's sight of a
+        logged step lags by a poll, more on a busy machine, while the next step's first judge answer can come 0.2 s
+        after that dump (measured): so a step's end is its dump's time, never when the plan saw it."""
+        return {int(path.stem): path.stat().st_mtime for path in self.rollout_dir.glob("*.jsonl")}
+
     def step_running_at(self, t: float) -> int | None:
-        """The training step whose rollout was running at time ``t`` (the trainer is synchronous: a judge request
-        belongs to the first step logged after it). ``seen_at`` lags a step's log by at most a poll, far less than
-        the rollout that precedes the next step's first judge request. None when no step was logged after ``t``."""
-        return min((step for step, seen in self.seen_at.items() if seen > t), default=None)
+        """The training step whose rollout was running at time ``t``: the trainer is synchronous, so anything at
+        ``t`` (a judge answer, a restart) belongs to the first step that ended after it. None when none has."""
+        return min((step for step, ended in self.ended_at().items() if ended > t), default=None)
 
     def fault(self, name: str) -> Fault:
         return self._by_name[name]

@@ -153,7 +153,7 @@ def fault_run(assets):
         Fault("trainer preempted", lambda p: p.steps_after("referee killed", clean) >= 1
               and p.calls_in_current_step() >= 2, lambda: recipe.send_signal(signal.SIGTERM)),
     ]  # fmt: skip
-    plan = FaultPlan(run_dir / "metrics", judge, faults)
+    plan = FaultPlan(run_dir / "metrics", run_dir / "rollout", judge, faults)
     try:
         recipe = subprocess.Popen(
             ["bash", str(REPO / "recipes" / "arena_paced.sh"), *overrides(run_dir)],
@@ -240,14 +240,6 @@ def test_the_faulted_run_trained_until_preempted_and_rewarded_every_sample(fault
         assert len(warnings_of_step(run["log"], number)) == (1 if degraded else 0), number
 
 
-def steps_ended_at(run_dir) -> dict[int, float]:
-    """When each step ended, exactly: verl's V1 trainer writes a step's rollout dump after its update and checkpoint,
-    just before it logs the step, and only then starts the next step's rollout. The test's own sight of a logged step
-    (``plan.seen_at``) lags by a poll, more on a busy machine, and the next step's first judge answer can come 0.2 s
-    after that dump (measured): by the dump's time, a judge answer belongs to the first step that ended after it."""
-    return {int(path.stem): path.stat().st_mtime for path in (run_dir / "rollout").glob("*.jsonl")}
-
-
 def verdicts_of(step: dict) -> float:
     """Judge calls of the step that returned a verdict (the rest failed, or were cut as stragglers)."""
     return step["arena/judge_calls"] - step["arena/judge_failures"] - step["arena/judge_calls_dropped"]
@@ -258,13 +250,14 @@ def verdicts_of(step: dict) -> float:
 def test_a_judge_that_dies_mid_step_is_counted_and_used_again_within_two_steps(fault_run, death, died, back):
     plan, judge, steps = fault_run["plan"], fault_run["judge"], steps_by_number(fault_run["summary"])
     # What the server logged decides the step: it exited when a request came after its last answer, at a known time,
-    # during the rollout of the first step that ended after it (by its rollout dump's time). That request's call had a
-    # failed attempt (its connection reset), and whether it then failed for good or was cut while waiting to retry, it
-    # is a failure: the death step counts failures and says so, however many steps a retry spans on this machine.
+    # during the rollout of the first step that ended after it (by its rollout dump's time: plan.step_running_at).
+    # That request's call had a failed attempt (its connection reset), and whether it then failed for good or was cut
+    # while waiting to retry, it is a failure: the death step counts failures and says so, however many steps a retry
+    # spans on this machine.
     died_at = judge.deaths()[death]
     assert died_at["answers"] >= plan.fault(died).calls_before + 2  # two more answers (at least), then gone
-    ended_at = steps_ended_at(fault_run["run_dir"])
-    number = min(n for n, t in ended_at.items() if t > died_at["t"])
+    number = plan.step_running_at(died_at["t"])
+    assert number is not None, f"no step ended after {died}"
     step = steps[number]
     assert step["arena/judge_failures"] >= 1, {n: steps[n]["arena/judge_failures"] for n in steps}
     (warning,) = warnings_of_step(fault_run["log"], number)
@@ -273,7 +266,8 @@ def test_a_judge_that_dies_mid_step_is_counted_and_used_again_within_two_steps(f
     assert ("thin" in warning) == bool(step["arena/fallback_thin"])
     # Its verdicts are answers the server logged in that step, before it died (none after: it was gone; the server
     # logs no answer after its death's time, and sends none it has not logged).
-    answered = [a for a in judge.answers() if ended_at.get(number - 1, 0.0) < a["t"] <= died_at["t"]]
+    step_began = plan.ended_at().get(number - 1, 0.0)
+    answered = [a for a in judge.answers() if step_began < a["t"] <= died_at["t"]]
     assert verdicts_of(step) <= len(answered), (verdicts_of(step), len(answered))
     assert_recovered(steps, back_after_step(plan, back))
 
@@ -417,7 +411,7 @@ def fault_table(fault_run, resumed_run) -> str:
         first_clean = min(n for n in steps if n >= back and clean(steps[n]))
         affected = [n for n in steps if plan.fault(start).step_before < n < first_clean and not clean(steps[n])]
         lost = sum(BATCH * N - len(rollout_scores(fault_run["run_dir"], n)) for n in affected)
-        seconds = plan.seen_at[first_clean] - plan.fault(end).fired_at
+        seconds = plan.ended_at()[first_clean] - plan.fault(end).fired_at
         lines.append(f"| {title} | {did} | {lost} | {len(affected)} | {first_clean - back} step(s) | {seconds:.0f} s |")
     summary, attempt, _, preempted_after, resumed_from = resumed_run
     twice = set(training_steps(attempt)) & set(training_steps(fault_run["attempt"]))
