@@ -199,8 +199,12 @@ def _finished_results(out: Path, arms: list) -> dict[str, list[dict]]:
 
 
 def write_results(out: Path, arms: list, plan: Plan, assets: dict[str, Path]) -> dict | None:
+    """``OUT/results.json`` and the report from the finished grid runs and the gate's pilots; with pilots and no grid
+    run it holds the gate and empty arms, and ``grid`` says why no run is there. None when there is neither."""
     results = _finished_results(out, arms)
-    if not results:
+    gate_path = out / "gate.json"
+    gate = json.loads(gate_path.read_text()) if gate_path.is_file() else None
+    if not results and gate is None:
         return None
     policy_record = {}
     built = Path(assets["policy"]) / "built.json"
@@ -212,12 +216,18 @@ def write_results(out: Path, arms: list, plan: Plan, assets: dict[str, Path]) ->
         dataclasses.asdict(plan),
         {"policy": str(assets["policy"]), "policy_build": policy_record, **{k: str(v) for k, v in assets.items()}},
     )
-    gate = out / "gate.json"
-    summary["gate"] = json.loads(gate.read_text()) if gate.is_file() else None
+    summary["gate"] = gate
+    if results:
+        summary["grid"] = "ran"
+    elif gate is not None and not gate["passed"]:
+        summary["grid"] = "not run: no pilot of the gate moved the policy without collapse"
+    else:
+        summary["grid"] = "not run yet"
     tmp = out / "results.json.tmp"
     tmp.write_text(json.dumps(summary, indent=1) + "\n")
     os.replace(tmp, out / "results.json")
-    write_report(summary, out)
+    if results:  # no report of a grid that has not run
+        write_report(summary, out)
     return summary
 
 
@@ -329,6 +339,7 @@ def _run(args: argparse.Namespace) -> int:
         _in_threads(attempt, todo, jobs, stop)
     if args.gate:
         gate = write_gate(out)
+        write_results(out, arms, plan, assets)  # the gate's record in results.json too, while no grid run is there
         log(
             f"gate: {out / 'gate.json'}: "
             + (f"passed at {gate['learning_rate']:g}" if gate["passed"] else "not passed")

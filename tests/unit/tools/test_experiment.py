@@ -239,3 +239,17 @@ def test_a_pilots_plan_and_label_carry_its_rate_batch_and_steps():
     assert plan.val_splits == ("pilot",)
     assert command._gate_label(1e-5, 32, 90, FULL) == "gate_lr1e-05_p32_s90"
     assert command._gate_label(3e-4, FULL.prompts_per_step, FULL.steps, FULL) == "gate_lr0.0003"
+
+
+@pytest.mark.parametrize("passed, grid", [(False, "not run: no pilot"), (True, "not run yet")])
+def test_results_hold_the_gate_and_say_why_the_grid_has_not_run(tmp_path, passed, grid):
+    assets = {"policy": tmp_path / "policy"}
+    arms = [ARMS[name] for name in ("rlvr", "arena_live")]
+    assert command.write_results(tmp_path, arms, FULL, assets) is None  # neither runs nor a gate: nothing to write
+    gate = {"passed": passed, "pilots": [{"learning_rate": 1e-4, "moved": passed}]}
+    (tmp_path / "gate.json").write_text(json.dumps(gate))
+    command.write_results(tmp_path, arms, FULL, assets)
+    written = json.loads((tmp_path / "results.json").read_text())
+    assert written["gate"] == gate and written["grid"].startswith(grid)
+    assert written["arms"] == written["paired"] == written["paired_control"] == {}
+    assert not (tmp_path / "report.html").exists()  # no report of a grid that has not run
