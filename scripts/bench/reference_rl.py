@@ -9,7 +9,12 @@ GRPO's group-normalised advantage times the sampled tokens' log-probability, ave
 validates on the gate's own hard draw (``hard_pilot``, ``--val-rows`` x 4 samples): the pass rate and the valid-step
 prefix, and their per-problem change with its standard error.
 
+``--reward valid`` rewards only a right answer reached through a fully valid chain (the verifier without its luck);
+``--supervised`` is the control with a clean signal: the same steps, optimizer and batch on the problems' worked
+solutions (cross-entropy), which says whether updates of this size and number can move the policy at all.
+
     python scripts/bench/reference_rl.py --policy DIR [--lr 1e-4 --steps 30 --prompts 8 --n 8]
+        [--reward answer|valid] [--positive-only] [--supervised]
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from arena_verl.data.chain_arithmetic import check_steps, make_problems
+from arena_verl.data.chain_arithmetic import check_steps, make_problems, solution_text
 from arena_verl.testing.step_policy import answer_is_right, load_policy, sample_ids
 from arena_verl.tools.experiment.measures import clustered_mean, paired_change
 
@@ -59,11 +64,10 @@ def validate(model, tokenizer, problems, n: int, max_new_tokens: int, temperatur
     }
 
 
-def grpo_step(model, tokenizer, optimizer, groups, clip: float = 1.0, positive_only: bool = False) -> dict:
-    """One update on ``groups`` = [(prompt ids, completions, rewards)]: GRPO advantages, token-mean loss.
-    ``positive_only``: negative advantages set to 0 (only the right traces are pushed up), to tell how much of the
-    update's effect comes from pushing the wrong traces down."""
-    model.train()
+def grpo_advantages(groups, positive_only: bool = False):
+    """``groups`` = [(prompt ids, completions, rewards, ...)] -> [(prompt, completion)], [advantage]: GRPO's
+    group-normalised advantage. ``positive_only``: negative advantages set to 0 (only the rewarded traces are pushed
+    up), to tell how much of the update's effect comes from pushing the wrong traces down."""
     sequences, advantages = [], []
     for prompt, completions, rewards, *_ in groups:
         r = np.asarray(rewards, dtype=np.float64)
@@ -74,6 +78,13 @@ def grpo_step(model, tokenizer, optimizer, groups, clip: float = 1.0, positive_o
             if completion:  # every response token counts in the mean, as verl's token-mean counts them
                 sequences.append((prompt, completion))
                 advantages.append(float(a))
+    return sequences, advantages
+
+
+def policy_gradient_step(model, tokenizer, optimizer, sequences, advantages, clip: float = 1.0) -> dict:
+    """One AdamW step on ``-advantage x log-probability`` of each (prompt, completion), averaged over every
+    completion token of the batch (verl's token-mean). With every advantage 1 it is supervised cross-entropy."""
+    model.train()
     if not any(advantages):
         return {"trained_sequences": 0, "grad_norm": 0.0, "loss": 0.0}
     length = max(len(p) + len(c) for p, c in sequences)
@@ -96,6 +107,25 @@ def grpo_step(model, tokenizer, optimizer, groups, clip: float = 1.0, positive_o
     return {"trained_sequences": sum(a != 0.0 for a in advantages), "grad_norm": float(norm), "loss": float(loss)}
 
 
+def reward_of(problem, text: str, reward: str) -> float:
+    """``answer``: the verifier's reward (the ``Answer:`` line is right). ``valid``: right through a chain whose every
+    step is right (a lucky answer, through a skipped or wrong step, gets 0): the verifier without its luck."""
+    right = answer_is_right(problem, text)
+    return float(right and (reward == "answer" or check_steps(problem, text).share == 1.0))
+
+
+def gold_sequences(tokenizer, problems):
+    """Each problem's worked solution and eos as a completion of its prompt: what the warm-up trained on."""
+    sequences = []
+    for problem in problems:
+        prompt = tokenizer.apply_chat_template(
+            [{"role": "user", "content": problem.question}], add_generation_prompt=True, tokenize=False
+        )
+        completion = tokenizer.encode(solution_text(problem), add_special_tokens=False) + [tokenizer.eos_token_id]
+        sequences.append((tokenizer.encode(prompt, add_special_tokens=False), completion))
+    return sequences
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--policy", type=Path, required=True)
@@ -108,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--positive-only", action="store_true", help="negative advantages set to 0")
+    parser.add_argument("--reward", choices=("answer", "valid"), default="answer", help="see reward_of")
+    parser.add_argument(
+        "--supervised",
+        action="store_true",
+        help="the control: each step trains on the batch's worked solutions (cross-entropy), no sampling",
+    )
     parser.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw")
     parser.add_argument("--out", type=Path, default=None, help="write the figures here (JSON)")
     args = parser.parse_args(argv)
@@ -123,15 +159,22 @@ def main(argv: list[str] | None = None) -> int:
     before = validate(model, tokenizer, val, args.val_n, args.max_new_tokens)
     steps = []
     for step in range(args.steps):
+        batch = train[step * args.prompts : (step + 1) * args.prompts]
+        if args.supervised:
+            sequences = gold_sequences(tokenizer, batch)
+            figures = policy_gradient_step(model, tokenizer, optimizer, sequences, [1.0] * len(sequences))
+            steps.append({"step": step + 1, **figures})
+            print(json.dumps(steps[-1]), file=sys.stderr, flush=True)
+            continue
         model.eval()
         groups, rewards_all = [], []
-        batch = train[step * args.prompts : (step + 1) * args.prompts]
         for problem in batch:
             prompt, completions, texts = _sample(model, tokenizer, problem, args.n, args.max_new_tokens)
-            rewards = [float(answer_is_right(problem, t)) for t in texts]
+            rewards = [reward_of(problem, t, args.reward) for t in texts]
             rewards_all.extend(rewards)
             groups.append((prompt, completions, rewards, texts))
-        figures = grpo_step(model, tokenizer, optimizer, groups, positive_only=args.positive_only)
+        sequences, advantages = grpo_advantages(groups, positive_only=args.positive_only)
+        figures = policy_gradient_step(model, tokenizer, optimizer, sequences, advantages)
         prefix = [check_steps(p, t).share for p, (_, _, _, texts) in zip(batch, groups) for t in texts]
         steps.append(
             {"step": step + 1, "reward": float(np.mean(rewards_all)), "prefix": float(np.mean(prefix)), **figures}
@@ -151,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(summary, indent=1, default=lambda v: round(v, 4) if isinstance(v, float) else v))
     if args.out:
         args.out.write_text(json.dumps(record, indent=1) + "\n")
-    return 0 if all(math.isfinite(s["reward"]) for s in steps) else 1
+    return 0 if all(math.isfinite(s["loss"]) for s in steps) else 1
 
 
 if __name__ == "__main__":
