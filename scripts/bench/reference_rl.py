@@ -31,6 +31,7 @@ import torch
 
 from arena_verl.data.chain_arithmetic import check_steps, make_problems, solution_text
 from arena_verl.testing.step_policy import answer_is_right, load_policy, sample_ids
+from arena_verl.tools.experiment.grid import code_revision
 from arena_verl.tools.experiment.measures import clustered_mean, paired_change
 
 
@@ -145,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the control: each step trains on the batch's worked solutions (cross-entropy), no sampling",
     )
     parser.add_argument("--optimizer", choices=("adamw", "sgd"), default="adamw")
+    parser.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=0,
+        help="the learning rate rises linearly over these steps (verl's actor.optim.lr_warmup_steps); 0: constant",
+    )
     parser.add_argument("--out", type=Path, default=None, help="write the figures here (JSON)")
     args = parser.parse_args(argv)
     torch.manual_seed(args.seed)
@@ -153,6 +160,13 @@ def main(argv: list[str] | None = None) -> int:
         optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     else:
         optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
+    if args.warmup_steps < 0:
+        parser.error("--warmup-steps must be 0 or more")
+    # verl's constant schedule with warm-up (get_constant_schedule_with_warmup): step / warmup_steps, then 1; its
+    # first update has learning rate 0 and only fills AdamW's moments
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: step / args.warmup_steps if step < args.warmup_steps else 1.0
+    )
     train = make_problems(args.steps * args.prompts, "hard_train", seed=args.seed)
     val = make_problems(args.val_rows, "hard_pilot", seed=0)
     started = time.monotonic()
@@ -163,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.supervised:
             sequences = gold_sequences(tokenizer, batch)
             figures = policy_gradient_step(model, tokenizer, optimizer, sequences, [1.0] * len(sequences))
+            schedule.step()
             steps.append({"step": step + 1, **figures})
             print(json.dumps(steps[-1]), file=sys.stderr, flush=True)
             continue
@@ -175,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
             groups.append((prompt, completions, rewards, texts))
         sequences, advantages = grpo_advantages(groups, positive_only=args.positive_only)
         figures = policy_gradient_step(model, tokenizer, optimizer, sequences, advantages)
+        schedule.step()
         prefix = [check_steps(p, t).share for p, (_, _, _, texts) in zip(batch, groups) for t in texts]
         steps.append(
             {"step": step + 1, "reward": float(np.mean(rewards_all)), "prefix": float(np.mean(prefix)), **figures}
@@ -183,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     after = validate(model, tokenizer, val, args.val_n, args.max_new_tokens)
     record = {
         "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "revision": code_revision(),
         "seconds": round(time.monotonic() - started, 1),
         "start": {k: before[k] for k in ("pass", "prefix")},
         "end": {k: after[k] for k in ("pass", "prefix")},
