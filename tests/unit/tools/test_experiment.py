@@ -237,6 +237,9 @@ def test_a_pilots_plan_and_label_carry_its_rate_batch_and_steps():
     plan = command.gate_plan(FULL, 1e-5, 32, 90)
     assert (plan.learning_rate, plan.prompts_per_step, plan.steps, plan.test_freq) == (1e-5, 32, 90, 90)
     assert plan.val_splits == ("pilot",)
+    # its bound grows with the samples it trains on (12 times the plan's here) and never falls below the plan's
+    assert plan.timeout_s == 12 * FULL.timeout_s
+    assert command.gate_plan(FULL, 1e-5, 2, 10).timeout_s == FULL.timeout_s
     assert command._gate_label(1e-5, 32, 90, FULL) == "gate_lr1e-05_p32_s90"
     assert command._gate_label(3e-4, FULL.prompts_per_step, FULL.steps, FULL) == "gate_lr0.0003"
 
