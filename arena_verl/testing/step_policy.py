@@ -115,18 +115,25 @@ def build_step_policy(root: str | Path, settings: PolicySettings | None = None, 
     return final
 
 
-def _encode_examples(tokenizer, problems):
+def prompt_ids(tokenizer, question: str) -> list[int]:
+    """``question``'s token ids as the rollout renders its prompt (the chat template with the generation prompt)."""
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": question}], add_generation_prompt=True, tokenize=False
+    )
+    return tokenizer.encode(prompt, add_special_tokens=False)
+
+
+def encode_examples(tokenizer, problems) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, worked solution ids and eos) of each problem: what the warm-up trains on."""
     from arena_verl.data.chain_arithmetic import solution_text
 
-    examples = []
-    for problem in problems:
-        prompt = tokenizer.apply_chat_template(
-            [{"role": "user", "content": problem.question}], add_generation_prompt=True, tokenize=False
+    return [
+        (
+            prompt_ids(tokenizer, problem.question),
+            tokenizer.encode(solution_text(problem), add_special_tokens=False) + [tokenizer.eos_token_id],
         )
-        prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
-        answer_ids = tokenizer.encode(solution_text(problem), add_special_tokens=False) + [tokenizer.eos_token_id]
-        examples.append((prompt_ids, answer_ids))
-    return examples
+        for problem in problems
+    ]
 
 
 def _train(folder: Path, settings: PolicySettings, log) -> list[float]:
@@ -154,7 +161,7 @@ def _train(folder: Path, settings: PolicySettings, log) -> list[float]:
     )
     model = Qwen2ForCausalLM(config).to(torch.float32)
     # SFT problems: a seed stream apart from the experiment's prompts (seed offset), the same level mix.
-    examples = _encode_examples(tokenizer, make_problems(settings.train_rows, "train", seed=settings.seed + 7919))
+    examples = encode_examples(tokenizer, make_problems(settings.train_rows, "train", seed=settings.seed + 7919))
     optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=0.01)
     schedule = torch.optim.lr_scheduler.OneCycleLR(
         optimizer, max_lr=settings.learning_rate, total_steps=settings.steps, pct_start=0.05
@@ -245,11 +252,8 @@ def sample_ids(model, tokenizer, question: str, group_size: int, max_new_tokens:
     padded). Seeded by the caller's ``torch.manual_seed``. ``temperature`` 0 decodes greedily."""
     import torch
 
-    prompt = tokenizer.apply_chat_template(
-        [{"role": "user", "content": question}], add_generation_prompt=True, tokenize=False
-    )
-    prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
-    ids = torch.tensor([prompt_ids] * group_size)
+    prompt = prompt_ids(tokenizer, question)
+    ids = torch.tensor([prompt] * group_size)
     with torch.no_grad():
         out = model.generate(
             ids,
@@ -261,7 +265,7 @@ def sample_ids(model, tokenizer, question: str, group_size: int, max_new_tokens:
             pad_token_id=tokenizer.pad_token_id,
             eos_token_id=tokenizer.eos_token_id,
         )
-    return prompt_ids, out[:, len(prompt_ids) :]
+    return prompt, out[:, len(prompt) :]
 
 
 def sample_group(model, tokenizer, question: str, group_size: int, max_new_tokens: int = 96) -> list[str]:

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from arena_verl.data.chain_arithmetic import check_steps, make_problems, solution_text
-from arena_verl.testing.step_policy import answer_is_right, load_policy, sample_ids
+from arena_verl.data.chain_arithmetic import check_steps, make_problems
+from arena_verl.testing.step_policy import answer_is_right, encode_examples, load_policy, sample_ids
 from arena_verl.tools.experiment.grid import code_revision
 from arena_verl.tools.experiment.measures import clustered_mean, paired_change
 
@@ -115,16 +115,18 @@ def reward_of(problem, text: str, reward: str) -> float:
     return float(right and (reward == "answer" or check_steps(problem, text).share == 1.0))
 
 
-def gold_sequences(tokenizer, problems):
-    """Each problem's worked solution and eos as a completion of its prompt: what the warm-up trained on."""
-    sequences = []
-    for problem in problems:
-        prompt = tokenizer.apply_chat_template(
-            [{"role": "user", "content": problem.question}], add_generation_prompt=True, tokenize=False
-        )
-        completion = tokenizer.encode(solution_text(problem), add_special_tokens=False) + [tokenizer.eos_token_id]
-        sequences.append((tokenizer.encode(prompt, add_special_tokens=False), completion))
-    return sequences
+def sampled_batch(model, tokenizer, batch, args):
+    """``args.n`` samples of each problem, rewarded by ``args.reward``: the (prompt, completion) sequences, their GRPO
+    advantages, and the batch's mean reward and valid-step prefix."""
+    model.eval()
+    groups = []
+    for problem in batch:
+        prompt, completions, texts = _sample(model, tokenizer, problem, args.n, args.max_new_tokens)
+        groups.append((prompt, completions, [reward_of(problem, t, args.reward) for t in texts], texts))
+    sequences, advantages = grpo_advantages(groups, positive_only=args.positive_only)
+    rewards = [r for _, _, group_rewards, _ in groups for r in group_rewards]
+    prefix = [check_steps(p, t).share for p, (_, _, _, texts) in zip(batch, groups) for t in texts]
+    return sequences, advantages, {"reward": float(np.mean(rewards)), "prefix": float(np.mean(prefix))}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -154,14 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=None, help="write the figures here (JSON)")
     args = parser.parse_args(argv)
+    if args.warmup_steps < 0:
+        parser.error("--warmup-steps must be 0 or more")
     torch.manual_seed(args.seed)
     model, tokenizer = load_policy(args.policy)
     if args.optimizer == "adamw":
         optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
     else:
         optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
-    if args.warmup_steps < 0:
-        parser.error("--warmup-steps must be 0 or more")
     # verl's constant schedule with warm-up (get_constant_schedule_with_warmup): step / warmup_steps, then 1; its
     # first update has learning rate 0 and only fills AdamW's moments
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -174,27 +176,14 @@ def main(argv: list[str] | None = None) -> int:
     steps = []
     for step in range(args.steps):
         batch = train[step * args.prompts : (step + 1) * args.prompts]
-        if args.supervised:
-            sequences = gold_sequences(tokenizer, batch)
-            figures = policy_gradient_step(model, tokenizer, optimizer, sequences, [1.0] * len(sequences))
-            schedule.step()
-            steps.append({"step": step + 1, **figures})
-            print(json.dumps(steps[-1]), file=sys.stderr, flush=True)
-            continue
-        model.eval()
-        groups, rewards_all = [], []
-        for problem in batch:
-            prompt, completions, texts = _sample(model, tokenizer, problem, args.n, args.max_new_tokens)
-            rewards = [reward_of(problem, t, args.reward) for t in texts]
-            rewards_all.extend(rewards)
-            groups.append((prompt, completions, rewards, texts))
-        sequences, advantages = grpo_advantages(groups, positive_only=args.positive_only)
+        if args.supervised:  # the worked solutions, each at advantage 1: cross-entropy
+            sequences = encode_examples(tokenizer, batch)
+            advantages, batch_figures = [1.0] * len(sequences), {}
+        else:
+            sequences, advantages, batch_figures = sampled_batch(model, tokenizer, batch, args)
         figures = policy_gradient_step(model, tokenizer, optimizer, sequences, advantages)
         schedule.step()
-        prefix = [check_steps(p, t).share for p, (_, _, _, texts) in zip(batch, groups) for t in texts]
-        steps.append(
-            {"step": step + 1, "reward": float(np.mean(rewards_all)), "prefix": float(np.mean(prefix)), **figures}
-        )
+        steps.append({"step": step + 1, **batch_figures, **figures})
         print(json.dumps(steps[-1]), file=sys.stderr, flush=True)
     after = validate(model, tokenizer, val, args.val_n, args.max_new_tokens)
     record = {
