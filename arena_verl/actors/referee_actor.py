@@ -14,20 +14,26 @@ from arena_verl.core.referee import Referee, Submission, Verdict, group_key
 from arena_verl.judge import make_judge
 from arena_verl.settings import ArenaSettings, referee_options
 
-__all__ = ["RefereeActor", "referee_handle", "forget_referee"]
+__all__ = ["RefereeActor", "build_referee", "referee_handle", "forget_referee"]
 
 _HANDLES: dict[str, Any] = {}
 # One referee holds every waiting sample of its shard: a batch of 1024 prompts x 16 samples waits at once.
 _MAX_CONCURRENCY = 100_000
 
 
+def build_referee(settings: ArenaSettings) -> Referee:
+    """The referee of ``settings`` with its judge: what the actor hosts, and what an in-process client holds
+    (:mod:`arena_verl.verl_edge.local_referee`)."""
+    # rlvr: the referee only counts groups (what the arena would route); no judge is built or called.
+    judge = make_judge(settings.judge) if settings.uses_judge else _NoJudge()
+    return Referee(referee_options(settings), judge)
+
+
 class RefereeActor:
     """Hosts a :class:`Referee`. Restarted by Ray if its process dies (the state of groups in flight is lost)."""
 
     def __init__(self, settings: ArenaSettings):
-        # rlvr: the referee only counts groups (what the arena would route); no judge is built or called.
-        judge = make_judge(settings.judge) if settings.uses_judge else _NoJudge()
-        self.referee = Referee(referee_options(settings), judge)
+        self.referee = build_referee(settings)
         # Which life of the named actor this is: Ray restarts a dead referee under the same name with fresh counters,
         # and the tracker must start its differences again rather than read a drop (or a smaller rise) as counts.
         self.started_at = time.time()

@@ -32,6 +32,7 @@ __all__ = [
     "ARENA_ESTIMATOR",
     "compute_arena_grpo_advantage",
     "install_advantage_estimator",
+    "use_lookup",
     "use_settings",
     "pop_step_figures",
     "route_figures",
@@ -42,12 +43,18 @@ logger = logging.getLogger(__name__)
 
 _LOOKUP_TIMEOUT_S = 60.0
 ROUTES = ("routed", "mixed")  # the route classes with a per-step mean |advantage| (Referee.advantage_groups)
-_state: dict[str, Any] = {"settings": None, "figures": {}, "warned": False}
+_state: dict[str, Any] = {"settings": None, "figures": {}, "warned": False, "lookup": None}
 
 
 def use_settings(settings: ArenaSettings | None) -> None:
     """The run's arena settings (the tracker hook passes them when the trainer starts): the referees' names."""
     _state["settings"] = settings
+
+
+def use_lookup(lookup) -> None:
+    """Where the estimator asks how groups were rewarded when its caller passes no ``lookup``: an in-process
+    referee's ``advantage_groups`` (a one-process trainer); None: the referee actors."""
+    _state["lookup"] = lookup
 
 
 def pop_step_figures() -> dict[str, float]:
@@ -93,7 +100,7 @@ def compute_arena_grpo_advantage(
     if index is None or len(index) == 0:
         return advantages, advantages
     uids = list(index)
-    groups = (lookup or _ask_referees)(sorted(set(uids), key=str))
+    groups = (lookup or _state["lookup"] or _ask_referees)(sorted(set(uids), key=str))
     weights = [groups[uid][1] if uid in groups else 1.0 for uid in uids]
     if any(weight != 1.0 for weight in weights):
         scale = torch.tensor(weights, dtype=advantages.dtype, device=advantages.device).unsqueeze(-1)

@@ -53,13 +53,14 @@ class ArenaRewardManager(RewardManagerBase):
     _verifier: MathVerifier | None = None
 
     def __init__(self, config, tokenizer, compute_score=None, reward_router_address=None, reward_model_tokenizer=None,
-                 **kwargs):  # fmt: skip
+                 referee=None, **kwargs):  # fmt: skip
         settings = settings_from_config(config)  # read once: the class state below comes from the same reading
         type(self)._init_verifier(settings)
         super().__init__(config, tokenizer, compute_score)  # verl's init_class: already done by the line above
         self.settings: ArenaSettings = with_verl_router(settings, config, reward_router_address)
         check_judge_templates(self.settings.judge)  # here, not in the referee actor where every group would fall back
-        self.referee = RefereeClient(self.settings)
+        # verl's reward workers reach the referee actors; a one-process trainer hands in its own client (.local_referee)
+        self.referee = referee if referee is not None else RefereeClient(self.settings)
         # rlvr: the referee counts the groups for the tracker (log_metrics) and for DAPO's bound on generation
         # batches, whose warnings and error say how many groups of the step were kept (arena_verl.verl_edge.dapo_bound).
         self.observe_rlvr = self.settings.log_metrics or filter_groups_enabled(config)

@@ -70,8 +70,12 @@ class ArenaMetricsReader:
     answer of the step's last routed group (0 when nothing was routed), i.e. how long the reward stage kept the step
     waiting after rollout had produced its last sample. A "step" is what arrived between two training-step logs."""
 
-    def __init__(self, settings: ArenaSettings, timeout_s: float = 10.0, restart_patience_s: float = 60.0):
+    def __init__(
+        self, settings: ArenaSettings, timeout_s: float = 10.0, restart_patience_s: float = 60.0, read_shard=None
+    ):
         self.settings = settings
+        # shard -> (counters, clock); by default the referee actors are asked (an in-process referee: its own)
+        self._read = read_shard
         self.timeout_s = timeout_s
         # A referee that Ray is restarting answers ActorUnavailableError for a few seconds: its counters are waited
         # for (the step's samples are waiting for it too), so that they are not missing from this step's log.
@@ -80,14 +84,12 @@ class ArenaMetricsReader:
         self._started_at: dict[int, float] = {}  # each shard's referee incarnation (its start time)
 
     def step_metrics(self) -> dict[str, float]:
-        import ray
-
         delta = {key: 0.0 for key in COUNTERS}
         last_arrival, last_routed_answer = 0.0, 0.0
         restarts = 0
         for shard in range(self.settings.num_referees):
             try:
-                shard_metrics, clock = self._read_shard(ray, shard)
+                shard_metrics, clock = self._read(shard) if self._read else self._read_shard(shard)
             except Exception as exc:  # noqa: BLE001  (no referee yet, or unreachable: no metrics, no failure)
                 logger.debug("arena metrics: referee shard %d unavailable: %r", shard, exc)
                 continue
@@ -117,7 +119,9 @@ class ArenaMetricsReader:
         metrics["arena/referee_restarts"] = float(restarts)
         return metrics
 
-    def _read_shard(self, ray, shard: int):
+    def _read_shard(self, shard: int):
+        import ray
+
         give_up_at = time.monotonic() + self.restart_patience_s
         while True:
             actor = ray.get_actor(f"{self.settings.referee_name}_{shard}")
