@@ -214,13 +214,15 @@ def write_split(path: str | Path, rows: int, split: str, seed: int = 0) -> int:
 
 def write_problems(path: str | Path, problems: list[ChainProblem], split: str, data_source: str | None = None) -> int:
     """``problems`` as a verl parquet file (``data_source``: :data:`DATA_SOURCES` of ``split`` unless given, matched
-    by the arena's math verifier; ``extra_info.operations`` the problem's length, for per-level figures)."""
+    by the arena's math verifier; ``extra_info.operations`` the problem's length, for per-level figures, and
+    ``extra_info.question`` the problem)."""
     from arena_verl.data.verl_layout import verl_row, write_parquet
 
     records = []
     for index, problem in enumerate(problems):
         row = verl_row(data_source or DATA_SOURCES[split], problem.question, str(problem.answer), split, index)
         row["extra_info"]["operations"] = problem_len(problem)
+        row["extra_info"]["question"] = problem.question  # what a step-checking scorer reads (valid_chain)
         records.append(row)
     write_parquet(records, path, what=f"{split} split")
     return len(records)

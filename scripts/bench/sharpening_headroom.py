@@ -14,13 +14,9 @@ import json
 import sys
 from pathlib import Path
 
-import torch
-
 from arena_verl.data.chain_arithmetic import make_problems
 from arena_verl.testing.step_policy import load_policy
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_rl import validate  # noqa: E402  (the same validation as the reference loop)
+from arena_verl.tools.experiment.fast.probe import probe_policy
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,9 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     model.eval()
     rows = []
     for temperature in (float(t) for t in args.temperatures.split(",")):
-        torch.manual_seed(args.seed)
         samples = args.n if temperature > 0 else 1
-        figures = validate(model, tokenizer, problems, samples, 96, temperature)
+        figures = probe_policy(model, tokenizer, problems, samples, 96, temperature, seed=args.seed)
         row = {"temperature": temperature, "samples_per_problem": samples}
         row |= {k: figures[k] for k in ("pass", "prefix", "pass_at_n")}
         rows.append(row)

@@ -17,10 +17,8 @@ import torch
 
 from arena_verl.data.chain_arithmetic import make_problems
 from arena_verl.testing.step_policy import load_policy
+from arena_verl.tools.experiment.fast.probe import probe_policy
 from arena_verl.tools.experiment.measures import paired_change
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reference_rl import validate  # noqa: E402  (the same validation as the reference loop)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     problems = make_problems(args.val_rows, "hard_pilot", seed=0)
     model, tokenizer = load_policy(args.policy)
     torch.manual_seed(args.seed)
-    before = validate(model, tokenizer, problems, args.val_n, 96)
+    before = probe_policy(model, tokenizer, problems, args.val_n, 96, seed=args.seed)
     rows = [{"size": 0.0, "pass": before["pass"]["mean"], "prefix": before["prefix"]["mean"]}]
     for size in (float(s) for s in args.sizes.split(",")):
         model, tokenizer = load_policy(args.policy)
@@ -45,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
                 for parameter in model.parameters():
                     signs = torch.randint(0, 2, parameter.shape, generator=generator) * 2 - 1
                     parameter.add_(size * signs.to(parameter.dtype))
-        after = validate(model, tokenizer, problems, args.val_n, 96)
+        after = probe_policy(model, tokenizer, problems, args.val_n, 96, seed=args.seed)
         rows.append(
             {
                 "size": size,

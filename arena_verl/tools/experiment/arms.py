@@ -12,6 +12,13 @@ arm                    recipe                               non-diverse groups g
 ``arena_live_random_certain``                               as ``arena_live_random``, certainty weighting on
 ``arenarl``            ``recipes/arenarl.sh``               every group (diverse too) in a round robin, step judge
 ``arena_live_slow``    ``recipes/arena_live.sh``            as ``arena_live`` with a judge latency (cost only)
+``arena_live_noisy``   ``recipes/arena_live.sh``            as ``arena_live``, the step judge right 75% of the time
+                                                            with a position bias of 0.1 (a small real judge)
+``arena_live_noisy_certain``                                as ``arena_live_noisy``, certainty weighting on
+``arena_live_half_lr`` ``recipes/arena_live.sh``            as ``arena_live`` at half the learning rate
+``valid_chain``        ``recipes/rlvr.sh``                  reference: a right answer counts only through a fully
+                                                            valid chain (:mod:`.valid_chain`, a scorer the config
+                                                            names); no arena
 =====================  ===================================  ====================================================
 
 The step and random judges are programs (:mod:`arena_verl.judge.programs`), standing in for an LLM judge: the step
@@ -22,16 +29,23 @@ bias): the experiment asks whether a judge that tells the traces apart helps at 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 __all__ = [
     "ARMS",
+    "FAST",
+    "FAST_QUICK",
+    "GATE_CANDIDATES",
+    "GATE_REFERENCE_ARM",
+    "GATE_SEEDS",
+    "GRID_ARMS",
+    "Candidate",
     "DEFAULT_ARMS",
     "GATE_ARM",
     "Arm",
     "Plan",
     "FULL",
-    "GATE_LEARNING_RATES",
     "QUICK",
     "STEP_JUDGE",
     "RANDOM_JUDGE",
@@ -42,7 +56,15 @@ RANDOM_JUDGE = "arena_verl.judge.programs.random_judge:judge"
 # The step judge without noise (accuracy 1, no position bias). The first grid (docs/benchmarks/learning_first) used
 # 0.9 and 0.1; its judge's signal was thin, so this grid asks first whether an exact one helps.
 STEP_JUDGE_KNOBS: dict = {}
+# What a small real judge is like: right three times in four, and a tenth more likely to prefer the first trace.
+NOISY_STEP_JUDGE_KNOBS: dict = {"accuracy": 0.75, "position_bias": 0.1}
 CERTAINTY_ON = ("reward.arena.certainty_weighting=true",)
+# The valid-chain reference: verl's custom reward function, so the reward manager scores with it (a scorer the config
+# names, not a second verifier).
+VALID_CHAIN_REWARD = (
+    "reward.custom_reward_function.path=pkg://arena_verl.tools.experiment.valid_chain",
+    "reward.custom_reward_function.name=compute_score",
+)
 SLOW_JUDGE_LATENCY_S = 0.25  # seconds per call of arena_live_slow's judge: what a small served judge takes
 
 
@@ -55,6 +77,7 @@ class Arm:
     cost_only: bool = False  # run at the first seed only: its figure is the cost, not the learning
     summary: str = ""
     overrides: tuple[str, ...] = ()  # Hydra overrides of this arm only (after the plan's)
+    lr_scale: float = 1.0  # the arm's learning rate: the plan's times this
 
 
 ARMS = {
@@ -79,6 +102,35 @@ ARMS = {
             summary="Arena-Live, random judge, certainty weighting (control)",
             overrides=CERTAINTY_ON,
         ),
+        Arm(
+            "arena_live_noisy",
+            "arena_live",
+            STEP_JUDGE,
+            NOISY_STEP_JUDGE_KNOBS,
+            summary="Arena-Live, noisy step judge (75% right, position bias 0.1)",
+        ),
+        Arm(
+            "arena_live_noisy_certain",
+            "arena_live",
+            STEP_JUDGE,
+            NOISY_STEP_JUDGE_KNOBS,
+            summary="Arena-Live, noisy step judge, certainty weighting",
+            overrides=CERTAINTY_ON,
+        ),
+        Arm(
+            "arena_live_half_lr",
+            "arena_live",
+            STEP_JUDGE,
+            STEP_JUDGE_KNOBS,
+            summary="Arena-Live, step judge, at half the learning rate",
+            lr_scale=0.5,
+        ),
+        Arm(
+            "valid_chain",
+            "rlvr",
+            summary="reference: a right answer counts only through a fully valid chain (no arena)",
+            overrides=VALID_CHAIN_REWARD,
+        ),
         Arm("arenarl", "arenarl", STEP_JUDGE, STEP_JUDGE_KNOBS, summary="ArenaRL: round robin on every group"),
         Arm(
             "arena_live_slow",
@@ -91,7 +143,21 @@ ARMS = {
     )
 }
 DEFAULT_ARMS = ("rlvr", "arena_live", "arena_live_random", "arena_live_certain", "arena_live_random_certain")
-GATE_ARM = "rlvr"  # the gate's pilots: RLVR alone must move the policy before the grid runs
+GATE_ARM = "rlvr"  # the gate's pilots: RLVR, and the reference that must move the policy (GATE_REFERENCE_ARM)
+GATE_REFERENCE_ARM = "valid_chain"
+# The grid of the fast trainer (issue 41): seeds 0.. are the grid's; the gate's pilots use GATE_SEEDS, never these.
+GRID_ARMS = (
+    "rlvr",
+    "arena_live",
+    "arena_live_certain",
+    "arena_live_noisy",
+    "arena_live_noisy_certain",
+    "arena_live_random",
+    "arena_live_random_certain",
+    "valid_chain",
+    "arena_live_half_lr",
+)
+GATE_SEEDS = (1001, 1002, 1003)
 
 
 @dataclass(frozen=True)
@@ -110,6 +176,13 @@ class Plan:
     timeout_s: int  # one run's bound (the recipe's TIMEOUT_S)
     all_wrong_rows: int  # problems in the fixed all-wrong set (the starting policy wrong on every sample)
     val_splits: tuple[str, ...] = ("test", "all_wrong")  # the assets each run validates on
+    # verl's use_remove_padding (its default, on) packs a micro-batch into one row whose dense block-diagonal causal
+    # mask makes attention quadratic in the micro-batch: a 32-prompt x 8 step of verl's CPU trainer took 56.5 s packed
+    # against 14.4 s padded, its actor update 34.7 s against 3.7 s (scripts/bench/verl_step_packing.py, on a loaded
+    # machine). Off here; cpu.yaml keeps verl's default (every CPU test's timing depends on it).
+    pack_sequences: bool = False
+    warmup_steps: int = 0  # actor.optim.lr_warmup_steps (verl's linear warm-up, then constant); 0: none
+    trainer: str = "verl"  # "verl": verl's trainer through the recipe; "fast": the fast trainer (.fast)
 
     def overrides(self) -> list[str]:
         """Hydra overrides after the recipe's own (the CPU setting's small defaults replaced)."""
@@ -127,11 +200,15 @@ class Plan:
             f"actor_rollout_ref.rollout.max_num_batched_tokens={4 * (prompt_tokens + self.response_tokens)}",
             "actor_rollout_ref.rollout.max_num_seqs=64",
             f"actor_rollout_ref.actor.optim.lr={self.learning_rate}",
+            f"actor_rollout_ref.actor.optim.lr_warmup_steps={self.warmup_steps if self.warmup_steps else -1}",
             "actor_rollout_ref.rollout.temperature=1.0",
+            f"actor_rollout_ref.model.use_remove_padding={self.pack_sequences}",
             "trainer.val_before_train=True",
             "trainer.log_val_generations=0",
             # The judge sees each trace whole (the budget counts bytes without a judge tokenizer).
             "reward.arena.judge.max_trace_tokens=1024",
+            # two verifier processes: a 256-sample step's verification waits on one (0.67 s against 1.16 s a step)
+            "reward.arena.verifier_workers=2",
         ]
 
 
@@ -151,8 +228,6 @@ FULL = Plan(
     timeout_s=1800,
     all_wrong_rows=128,
 )
-# The gate's pilots: RLVR alone at these learning rates, validated on the gate's own hard draw.
-GATE_LEARNING_RATES = (1e-4, 3e-4, 1e-3)
 # CI's form: the grid's plumbing (every arm's steps logged once, results.json and the plots), not its figures.
 QUICK = Plan(
     steps=3,
@@ -167,3 +242,44 @@ QUICK = Plan(
     timeout_s=600,
     all_wrong_rows=4,
 )
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One setting the gate tries (fixed before its first pilot)."""
+
+    learning_rate: float
+    prompts_per_step: int
+    steps: int
+    warmup_steps: int = 0
+
+    @property
+    def label(self) -> str:
+        return f"lr{self.learning_rate:g}_p{self.prompts_per_step}_s{self.steps}_w{self.warmup_steps}"
+
+
+# The fast trainer's grid: 300 steps of 32 prompts x 8 samples, validated every 25 steps on 256 hard problems x 4
+# samples and on the all-wrong set. Its learning rate, batch, length and warm-up are the gate's passing candidate's.
+FAST = Plan(
+    steps=300,
+    prompts_per_step=32,
+    group_size=8,
+    response_tokens=96,
+    test_freq=25,
+    val_rows=256,
+    val_n=4,
+    train_rows=9600,  # every step's problems new (300 x 32)
+    learning_rate=1e-4,
+    timeout_s=1800,
+    all_wrong_rows=128,
+    trainer="fast",
+)
+# The gate's candidates, fixed before the first pilot (docs/benchmarks/learning.md, "The gate"): around the controls'
+# one clean move (300 supervised steps at 1e-4, 32 prompts; the valid-chain reward moved 3 of 3 seeds there).
+GATE_CANDIDATES = (
+    Candidate(1e-4, 32, 300, 0),
+    Candidate(5e-5, 32, 300, 0),
+    Candidate(2e-4, 32, 300, 10),
+)
+# CI's form of the fast trainer: the real reward path for a few steps.
+FAST_QUICK = dataclasses.replace(QUICK, trainer="fast")

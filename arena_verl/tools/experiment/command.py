@@ -1,23 +1,27 @@
 """``arena-verl experiment``: the learning experiment, the arena against RLVR, RLVR + DAPO and a random judge, with
 verl's real trainer on CPU through the experiment recipes.
 
-    arena-verl experiment --out runs/learning --gate              # the gate's pilots: RLVR must move the policy
+    arena-verl experiment --out runs/learning --gate              # the gate's pilots: can this policy learn at all?
     arena-verl experiment --out runs/learning                     # the full grid (hours; resumable), after the gate
     arena-verl experiment --out /tmp/quick --quick                # CI's form: one seed, rlvr and arena_live, 3 steps
+    arena-verl experiment --trainer verl ...                      # verl's own trainer (the default where a GPU is)
     arena-verl experiment --out runs/learning --arms rlvr,arena_live --seeds 1
     arena-verl experiment --out runs/learning --report-only       # results.json and the report from finished runs
 
 It builds what the runs share (the warmed policy, cached by its settings under ``--cache``; under ``OUT/assets`` the
 hard training mix, the hard test split, the gate's own hard draw and the fixed all-wrong set), then runs every arm x
-seed as ``bash recipes/<recipe>.sh`` with ``SETTING=cpu`` (one at a time by default: a run takes both cores;
+seed: with ``--trainer fast`` (the default without a GPU) through the fast trainer
+(:mod:`arena_verl.tools.experiment.fast`: the recipe's config, the arena's reward manager, referee and estimator and
+verl's loss in one process), with ``--trainer verl`` as ``bash recipes/<recipe>.sh`` with ``SETTING=cpu`` (verl's real
+trainer). One run at a time by default (a run takes both cores;
 ``--jobs N``: N at once, whose step times are not comparable with a run alone). A finished run (its ``result.json``)
 is never redone; an unfinished one is started again from nothing. After each run ``OUT/results.json``,
 ``OUT/report.html`` and the PNG plots are written again from every finished run. Progress: one line per change
 (run k of n, step, ETA).
 
-**The gate.** ``--gate`` runs RLVR alone at each of ``--learning-rates`` (seed 0), validated on the gate's own hard
-draw, and writes ``OUT/gate.json``; the grid runs only once a pilot has moved the policy (its pass rate or its valid
-prefix rose by at least three standard errors, neither fell by three), at that pilot's learning rate.
+**The gate.** ``--gate`` fixes its candidate settings and rule in ``OUT/gate.json`` before its first pilot, then runs
+the valid-chain reference and RLVR at every candidate with the gate's own seeds, validated on the gate's own hard draw
+(:mod:`.gate`); the grid runs only at a candidate where the reference moved the policy in every seed.
 
 The judges are programs (:mod:`arena_verl.judge.programs`), standing in for an LLM judge: see
 :mod:`arena_verl.tools.experiment.arms`. Exit status: 0 every run finished, 1 a run failed (the others still ran;
@@ -39,8 +43,22 @@ import time
 from pathlib import Path
 
 from arena_verl.core.errors import InputError
-from arena_verl.tools.experiment.arms import ARMS, DEFAULT_ARMS, FULL, GATE_ARM, GATE_LEARNING_RATES, QUICK, Plan
-from arena_verl.tools.experiment.gate import gate_record, learning_rates
+from arena_verl.tools.experiment.arms import (
+    ARMS,
+    DEFAULT_ARMS,
+    FAST,
+    FAST_QUICK,
+    FULL,
+    GATE_ARM,
+    GATE_CANDIDATES,
+    GATE_REFERENCE_ARM,
+    GATE_SEEDS,
+    GRID_ARMS,
+    QUICK,
+    Candidate,
+    Plan,
+)
+from arena_verl.tools.experiment.gate_runs import gate_label, gate_plan, gated_plan, register_gate, write_gate
 from arena_verl.tools.experiment.grid import RECIPES, Run, grid_runs, is_finished, run_one
 from arena_verl.tools.experiment.report import write_report
 from arena_verl.tools.experiment.results import aggregate
@@ -51,7 +69,8 @@ QUICK_ARMS = ("rlvr", "arena_live")  # the control and the arena: two trainer st
 MAX_JOBS = 8
 MAX_SEEDS = 20
 MAX_PROMPTS_PER_STEP = 256
-MAX_STEPS = 1000
+MAX_STEPS = 2000
+TRAINERS = ("auto", "verl", "fast")
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -72,25 +91,20 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--policy", type=Path, default=None, help="a policy folder to train instead of the warmed one (not built)"
     )
-    parser.add_argument("--gate", action="store_true", help="run the gate's pilots (RLVR alone) instead of the grid")
     parser.add_argument(
-        "--learning-rates",
-        default=None,
-        help="the gate's learning rates, comma-separated (default "
-        + ",".join(f"{lr:g}" for lr in GATE_LEARNING_RATES)
-        + ")",
+        "--trainer",
+        choices=TRAINERS,
+        default="auto",
+        help="fast: the fast trainer (one process); verl: verl's trainer through the recipes; auto (default): verl "
+        "where a GPU is, fast otherwise",
     )
+    parser.add_argument("--gate", action="store_true", help="run the gate's pilots instead of the grid")
     parser.add_argument(
-        "--prompts-per-step",
-        type=int,
+        "--candidates",
         default=None,
-        help=f"the gate's batch: prompts per step (default {FULL.prompts_per_step}; the grid takes its pilot's)",
-    )
-    parser.add_argument(
-        "--steps",
-        type=int,
-        default=None,
-        help=f"the gate's training steps (default {FULL.steps}; the grid takes its pilot's)",
+        help="the gate's candidates, comma-separated lr:prompts:steps:warmup (default "
+        + ",".join(_candidate_text(c) for c in GATE_CANDIDATES)
+        + "); fixed in gate.json before the first pilot",
     )
     parser.add_argument("--report-only", action="store_true", help="no runs: results and report from finished runs")
     parser.add_argument(
@@ -102,8 +116,48 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _arms(text: str | None, quick: bool) -> list:
-    names = [n.strip() for n in text.split(",")] if text else list(QUICK_ARMS if quick else DEFAULT_ARMS)
+def _candidate_text(c: Candidate) -> str:
+    return f"{c.learning_rate:g}:{c.prompts_per_step}:{c.steps}:{c.warmup_steps}"
+
+
+def candidates(text: str | None, default: tuple[Candidate, ...]) -> tuple[Candidate, ...]:
+    """``--candidates``: lr:prompts:steps:warmup, comma-separated, distinct."""
+    if text is None:
+        return default
+    found = []
+    for item in text.split(","):
+        parts = item.strip().split(":")
+        try:
+            rate, prompts, steps, warmup = float(parts[0]), int(parts[1]), int(parts[2]), int(parts[3])
+        except (ValueError, IndexError):
+            raise InputError(f"--candidates {text!r}: lr:prompts:steps:warmup, e.g. 1e-4:32:300:0") from None
+        if len(parts) != 4 or not (math.isfinite(rate) and 0 < rate < 1):
+            raise InputError(f"--candidates {text!r}: a learning rate in (0, 1), four fields each")
+        _count_flag("--candidates' prompts", prompts, MAX_PROMPTS_PER_STEP)
+        _count_flag("--candidates' steps", steps, MAX_STEPS)
+        if not 0 <= warmup < steps:
+            raise InputError(f"--candidates {text!r}: warm-up steps in [0, steps)")
+        found.append(Candidate(rate, prompts, steps, warmup))
+    if len(set(found)) != len(found):
+        raise InputError(f"--candidates {text!r}: a candidate twice")
+    return tuple(found)
+
+
+def _trainer(name: str) -> str:
+    if name == "auto":
+        import importlib.util
+
+        if importlib.util.find_spec("torch") is not None:
+            import torch
+
+            return "verl" if torch.cuda.is_available() else "fast"
+        return "fast"
+    return name
+
+
+def _arms(text: str | None, quick: bool, trainer: str = "verl") -> list:
+    default = QUICK_ARMS if quick else (GRID_ARMS if trainer == "fast" else DEFAULT_ARMS)
+    names = [n.strip() for n in text.split(",")] if text else list(default)
     unknown = [n for n in names if n not in ARMS]
     if unknown or not names or len(set(names)) != len(names):
         raise InputError(f"--arms {text!r}: an unknown, empty or repeated arm (arms: {', '.join(ARMS)})")
@@ -199,6 +253,12 @@ def _finished_results(out: Path, arms: list) -> dict[str, list[dict]]:
     return results
 
 
+def _plan(quick: bool, trainer: str) -> Plan:
+    if trainer == "fast":
+        return FAST_QUICK if quick else FAST
+    return QUICK if quick else FULL
+
+
 def write_results(out: Path, arms: list, plan: Plan, assets: dict[str, Path]) -> dict | None:
     """``OUT/results.json`` and the report from the finished grid runs and the gate's pilots; with pilots and no grid
     run it holds the gate and empty arms, and ``grid`` says why no run is there. None when there is neither."""
@@ -220,8 +280,8 @@ def write_results(out: Path, arms: list, plan: Plan, assets: dict[str, Path]) ->
     summary["gate"] = gate
     if results:
         summary["grid"] = "ran"
-    elif gate is not None and not gate["passed"]:
-        summary["grid"] = "not run: no pilot of the gate moved the policy without collapse"
+    elif gate is not None and not gate["passed"] and gate.get("complete", True):
+        summary["grid"] = "not run: no candidate of the gate passed"
     else:
         summary["grid"] = "not run yet"
     tmp = out / "results.json.tmp"
@@ -256,7 +316,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     out = _check_out(args.out)
-    arms = _arms(args.arms, args.quick)
+    trainer = _trainer(args.trainer)
+    arms = _arms(args.arms, args.quick, trainer)
     seeds = _count_flag("--seeds", args.seeds if args.seeds is not None else (1 if args.quick else 4), MAX_SEEDS)
     # One at a time, --quick too: two trainers starting side by side on 2 cores gained nothing here (264 s for both
     # at once, 250 s one after the other, 2026-12-04), and on CI's machine the second ran past its run's bound
@@ -264,17 +325,13 @@ def _run(args: argparse.Namespace) -> int:
     jobs = _count_flag("--jobs", args.jobs, MAX_JOBS)
     if not (RECIPES / "rlvr.sh").is_file():
         raise InputError(f"the experiment recipes are not at {RECIPES} (run from a clone of the repository)")
-    plan = QUICK if args.quick else FULL
+    plan = _plan(args.quick, trainer)
     record = _experiment_record(plan, args.quick)
     if args.policy is not None:
         record["policy"] = str(args.policy.resolve())
-    rates = learning_rates(args.learning_rates, GATE_LEARNING_RATES)
-    prompts = _count_flag(
-        "--prompts-per-step",
-        args.prompts_per_step if args.prompts_per_step is not None else plan.prompts_per_step,
-        MAX_PROMPTS_PER_STEP,
-    )
-    steps = _count_flag("--steps", args.steps if args.steps is not None else plan.steps, MAX_STEPS)
+    default_candidates = (Candidate(plan.learning_rate, plan.prompts_per_step, plan.steps),) if args.quick else None
+    gate_candidates = candidates(args.candidates, default_candidates or GATE_CANDIDATES)
+    gate_seeds = GATE_SEEDS[:1] if args.quick else GATE_SEEDS
     _claim(out, record)
 
     def log(line: str) -> None:
@@ -282,13 +339,16 @@ def _run(args: argparse.Namespace) -> int:
 
     assets = build_assets(out, plan, args.cache, args.quick, log, args.policy)
     if args.gate:
+        register_gate(out, gate_candidates, gate_seeds, plan)
         planned = [
-            (Run(ARMS[GATE_ARM], 0, label=_gate_label(lr, prompts, steps, plan)), gate_plan(plan, lr, prompts, steps))
-            for lr in rates
+            (Run(ARMS[arm], seed, label=gate_label(candidate, arm)), gate_plan(plan, candidate))
+            for seed in gate_seeds
+            for candidate in gate_candidates
+            for arm in (GATE_REFERENCE_ARM, GATE_ARM)
         ]
     else:
         if not args.quick:
-            plan = _gated_plan(out, plan)
+            plan = gated_plan(out, plan)
         planned = [(item, plan) for item in grid_runs(arms, seeds)]
     if args.report_only:
         summary = write_results(out, arms, plan, assets)
@@ -296,7 +356,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     todo = [(r, p) for r, p in planned if not is_finished(r, out)]
     what = (
-        f"{_count(len(rates), 'pilot')} of the gate"
+        f"{_count(len(gate_candidates), 'candidate')} x {_count(len(gate_seeds), 'seed')} x 2 arms of the gate"
         if args.gate
         else f"{_count(len(arms), 'arm')} x {_count(seeds, 'seed')}"
     )
@@ -314,12 +374,13 @@ def _run(args: argparse.Namespace) -> int:
         with lock:
             number = [r for r, _ in planned].index(item) + 1
             mean_s = sum(durations) / len(durations) if durations else None
+            threads = 1 if jobs > 1 else None
             eta = f", ETA {(len(todo) - index) * mean_s / 60 / jobs:.0f} min" if mean_s else ""
             head = f"run {number} of {len(planned)}: {item.name} seed {item.seed}{eta}"
             log(head)
         started = time.monotonic()
         rc, result = run_one(
-            item, item_plan, assets, out, lambda line: log(f"  {head}: {line}"), stop if jobs > 1 else None
+            item, item_plan, assets, out, lambda line: log(f"  {head}: {line}"), stop if jobs > 1 else None, threads
         )
         with lock:  # one writer of results.json and the report at a time
             if result is None:
@@ -341,10 +402,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.gate:
         gate = write_gate(out)
         write_results(out, arms, plan, assets)  # the gate's record in results.json too, while no grid run is there
-        log(
-            f"gate: {out / 'gate.json'}: "
-            + (f"passed at {gate['learning_rate']:g}" if gate["passed"] else "not passed")
-        )
+        log(f"gate: {out / 'gate.json'}: " + (f"passed at {gate['chosen']}" if gate["passed"] else "not passed"))
     else:
         summary = write_results(out, arms, plan, assets)
         if summary:
@@ -355,75 +413,11 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _gate_label(rate: float, prompts: int, steps: int, plan: Plan) -> str:
-    return (
-        f"gate_lr{rate:g}"
-        + ("" if prompts == plan.prompts_per_step else f"_p{prompts}")
-        + ("" if steps == plan.steps else f"_s{steps}")
-    )
-
-
 def _count_flag(flag: str, value, high: int) -> int:
     """A whole-number flag in [1, ``high``]; an InputError naming ``flag`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
         raise InputError(f"{flag} must be between 1 and {high}, got {value}")
     return value
-
-
-def _trained(plan: Plan, rate: float, prompts: int, steps: int) -> Plan:
-    """``plan`` at a learning rate, batch and length, validated before training and after its last step. Its bound
-    grows with the samples it trains on (never shrinks): a 64-prompt step took about 140 s here against 4 s at 8, and
-    a 30-step pilot at 64 prompts would have outlasted the plan's 30 minutes."""
-    work = (prompts * steps) / (plan.prompts_per_step * plan.steps)
-    timeout_s = max(plan.timeout_s, math.ceil(plan.timeout_s * work))
-    return dataclasses.replace(
-        plan, learning_rate=rate, prompts_per_step=prompts, steps=steps, test_freq=steps, timeout_s=timeout_s
-    )
-
-
-def gate_plan(plan: Plan, rate: float, prompts: int | None = None, steps: int | None = None) -> Plan:
-    """A pilot's plan: the grid's shapes at ``rate`` (``prompts`` a step, ``steps`` steps when given), validated on
-    the gate's own draw before and after training."""
-    pilot = _trained(plan, rate, prompts or plan.prompts_per_step, steps or plan.steps)
-    return dataclasses.replace(pilot, val_splits=("pilot",))
-
-
-def write_gate(out: Path) -> dict:
-    """``OUT/gate.json`` from every finished pilot."""
-    results = []
-    for path in sorted((out / "runs").glob("gate_lr*/seed0/result.json")):
-        result = json.loads(path.read_text())
-        if result.get("prompts_per_step") is None:  # a pilot from before results recorded it: its command has it
-            result["prompts_per_step"] = _batch_of(path.parent / "command.json")
-        results.append(result)
-    record = gate_record(results)
-    tmp = out / "gate.json.tmp"
-    tmp.write_text(json.dumps(record, indent=1) + "\n")
-    os.replace(tmp, out / "gate.json")
-    return record
-
-
-def _batch_of(command_json: Path) -> int | None:
-    """``data.train_batch_size`` as the run's command set it (the last override wins, as in Hydra)."""
-    try:
-        words = json.loads(command_json.read_text())["command"]
-    except (OSError, ValueError, KeyError):
-        return None
-    sizes = [w.split("=", 1)[1] for w in words if isinstance(w, str) and w.startswith("data.train_batch_size=")]
-    return int(sizes[-1]) if sizes and sizes[-1].isdigit() else None
-
-
-def _gated_plan(out: Path, plan: Plan) -> Plan:
-    """The grid's plan at the gate's learning rate; the grid does not run on a policy RLVR did not move."""
-    path = out / "gate.json"
-    if not path.is_file():
-        raise InputError(
-            f"no gate in {out}: run the gate's pilots first (--gate); the grid runs on a policy RLVR moves"
-        )
-    gate = write_gate(out)
-    if not gate["passed"]:
-        raise InputError(f"{path}: no pilot moved the policy without collapse; the grid is not run (see the pilots)")
-    return _trained(plan, gate["learning_rate"], gate["prompts_per_step"], gate["steps"])
 
 
 def _in_threads(attempt, todo: list, jobs: int, stop: threading.Event) -> None:

@@ -1,37 +1,51 @@
-"""The gate before the grid: RLVR alone must move the policy (``arena-verl experiment --gate``).
+"""The gate before the grid (``arena-verl experiment --gate``): is there a setting at which this policy learns at all?
 
-A pilot is RLVR at one learning rate (seed 0), validated before and after training on the gate's own draw of hard
-problems (``pilot``; never the split the grid reports). It **moved** the policy when its pass rate or its mean valid
-prefix rose by at least :data:`RISE_SE` standard errors of the per-problem change, and it **collapsed** when either
-fell by as much or its responses shrank below half their starting length (the policy stopped writing steps). The
-grid runs at the learning rate of the pilot that moved most (largest prefix rise in standard errors) without
-collapse; with none, it does not run.
+The candidates (learning rate, prompts a step, steps, warm-up: :data:`arms.GATE_CANDIDATES`) and the rule are fixed
+before the first pilot: ``OUT/gate.json`` records them (``registered``), and a folder whose record names other
+candidates is refused. At every candidate, pilots of the reference (``valid_chain``: a right answer counts only
+through a fully valid chain) and of ``rlvr``, one per gate seed (:data:`arms.GATE_SEEDS`, which the grid never uses),
+validated before and after training on the gate's own hard draw (``pilot``; never the split the grid reports). No
+arena arm runs in the gate.
+
+**The rule.** A candidate passes when the reference raised the valid prefix by at least :data:`RISE_SE` standard
+errors of the per-problem change in every one of its seeds (at least :data:`MIN_SEEDS`). Among passing candidates the
+grid takes the one that serves RLVR best: the largest mean RLVR prefix change over the seeds (ties: the smaller
+learning rate). Whether RLVR moves is a result, not a condition. With no passing candidate the grid does not run.
+Each pilot's figures also say whether it collapsed (pass rate or prefix fell by ``RISE_SE``, or its responses shrank
+below half their first five steps' length).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
-from arena_verl.core.errors import InputError
+from arena_verl.tools.experiment.arms import Candidate
 from arena_verl.tools.experiment.measures import paired_change
 
-__all__ = ["RISE_SE", "gate_record", "learning_rates", "pilot_figures"]
+__all__ = ["MIN_SEEDS", "RISE_SE", "RULE", "gate_record", "pilot_figures", "registration"]
 
 RISE_SE = 3.0
+MIN_SEEDS = 3
 SPLIT = "pilot"
 _FIGURES = {"pass": 0, "prefix": 1}
+RULE = (
+    f"a candidate passes when the valid-chain reference raised the valid prefix on the gate's own hard draw by >= "
+    f"{RISE_SE:g} standard errors of the per-problem change in every one of its seeds (>= {MIN_SEEDS}); among passing "
+    f"candidates the grid takes the one with the largest mean RLVR prefix change over the seeds (ties: the smaller "
+    f"learning rate); whether RLVR moves is a result, not a condition; no passing candidate: no grid"
+)
 
 
-def learning_rates(text: str | None, default: tuple[float, ...]) -> tuple[float, ...]:
-    if text is None:
-        return default
-    try:
-        rates = tuple(float(item) for item in text.split(","))
-    except ValueError:
-        raise InputError(f"--learning-rates {text!r}: comma-separated numbers, e.g. 1e-4,3e-4") from None
-    if not rates or any(not math.isfinite(r) or not 0 < r < 1 for r in rates) or len(set(rates)) != len(rates):
-        raise InputError(f"--learning-rates {text!r}: distinct numbers in (0, 1)")
-    return rates
+def registration(candidates: tuple[Candidate, ...], seeds: tuple[int, ...], arms: tuple[str, str], **extra) -> dict:
+    """What the gate fixes before its first pilot (``gate.json``'s ``registered``)."""
+    return {
+        "candidates": [dataclasses.asdict(c) | {"label": c.label} for c in candidates],
+        "seeds": list(seeds),
+        "arms": {"reference": arms[0], "rlvr": arms[1]},
+        "rule": RULE,
+        **extra,
+    }
 
 
 def _length(steps: list[dict], which: slice) -> float | None:
@@ -44,8 +58,11 @@ def pilot_figures(result: dict) -> dict:
     start = result.get("start", {}).get(SPLIT, {})
     end = result.get("end", {}).get(SPLIT, {})
     figures = {
+        "arm": result.get("arm"),
+        "seed": result.get("seed"),
         "learning_rate": result.get("learning_rate"),
         "prompts_per_step": result.get("prompts_per_step"),
+        "warmup_steps": result.get("warmup_steps", 0),
         "steps": len(result.get("steps_logged", [])),
     }
     for name, index in _FIGURES.items():
@@ -56,29 +73,56 @@ def pilot_figures(result: dict) -> dict:
     first, last = _length(steps, slice(0, 5)), _length(steps, slice(-5, None))
     figures["response_length_first5"], figures["response_length_last5"] = first, last
     z = {name: figures[f"{name}_change"].get("z") for name in _FIGURES}
-    figures["moved"] = any(v is not None and v >= RISE_SE for v in z.values())
+    figures["moved"] = z["prefix"] is not None and z["prefix"] >= RISE_SE
     shrank = first is not None and last is not None and last < 0.5 * first
     figures["collapsed"] = shrank or any(v is not None and v <= -RISE_SE for v in z.values())
     return figures
 
 
-def gate_record(results: list[dict]) -> dict:
-    """``{"rule", "pilots": [...], "learning_rate": the chosen one or None, "passed": bool}``."""
-    pilots = sorted(
-        (pilot_figures(r) for r in results), key=lambda p: (p["prompts_per_step"] or 0, p["learning_rate"] or 0.0)
-    )
-    passing = [p for p in pilots if p["moved"] and not p["collapsed"]]
-    chosen = max(passing, key=lambda p: p["prefix_change"].get("z") or -math.inf, default=None)
-    return {
-        "rule": (
-            f"moved: pass rate or valid prefix on the gate's own hard draw rose by >= {RISE_SE:g} standard errors of "
-            f"the per-problem change; collapsed: either fell by as much, or responses shrank below half their first "
-            f"five steps' length; the grid's learning rate and batch: the passing pilot's with the largest prefix "
-            f"rise (in SE)"
+def _mean(values: list) -> float | None:
+    values = [v for v in values if v is not None and math.isfinite(v)]
+    return sum(values) / len(values) if values else None
+
+
+def gate_record(registered: dict, results_by_candidate: dict[str, list[dict]]) -> dict:
+    """``{"registered", "rule", "candidates": [{label, settings, pilots, reference_moved_seeds, rlvr_prefix_change,
+    passed}], "passed", "chosen"}`` from the finished pilots (``label -> result.json`` contents)."""
+    reference, rlvr = registered["arms"]["reference"], registered["arms"]["rlvr"]
+    rows = []
+    for candidate in registered["candidates"]:
+        pilots = [pilot_figures(r) for r in results_by_candidate.get(candidate["label"], [])]
+        ref = [p for p in pilots if p["arm"] == reference]
+        base = [p for p in pilots if p["arm"] == rlvr]
+        moved = sorted(p["seed"] for p in ref if p["moved"])
+        rows.append(
+            {
+                "label": candidate["label"],
+                "settings": {k: v for k, v in candidate.items() if k != "label"},
+                "pilots": sorted(pilots, key=lambda p: (str(p["arm"]), p["seed"] if p["seed"] is not None else -1)),
+                "reference_seeds": len(ref),
+                "reference_moved_seeds": moved,
+                "reference_prefix_change": _mean([p["prefix_change"].get("change") for p in ref]),
+                "rlvr_seeds": len(base),
+                "rlvr_prefix_change": _mean([p["prefix_change"].get("change") for p in base]),
+                "rlvr_pass_change": _mean([p["pass_change"].get("change") for p in base]),
+                "passed": len(ref) >= MIN_SEEDS and len(moved) == len(ref),
+                "complete": len(ref) >= len(registered["seeds"]) and len(base) >= len(registered["seeds"]),
+            }
+        )
+    passing = [row for row in rows if row["passed"] and row["complete"]]
+    chosen = max(
+        passing,
+        key=lambda row: (
+            row["rlvr_prefix_change"] if row["rlvr_prefix_change"] is not None else -math.inf,
+            -row["settings"]["learning_rate"],
         ),
-        "pilots": pilots,
+        default=None,
+    )
+    return {
+        "registered": registered,
+        "rule": RULE,
+        "candidates": rows,
+        "complete": all(row["complete"] for row in rows),
         "passed": chosen is not None,
-        "learning_rate": chosen["learning_rate"] if chosen else None,
-        "prompts_per_step": chosen["prompts_per_step"] if chosen else None,
-        "steps": chosen["steps"] if chosen else None,
+        "chosen": chosen["settings"] if chosen else None,
     }

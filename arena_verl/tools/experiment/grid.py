@@ -21,7 +21,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from arena_verl.data.metrics_log import scan_records
 from arena_verl.tools.experiment.arms import Arm, Plan
 from arena_verl.tools.experiment.curves import run_curves
 from arena_verl.tools.experiment.measures import split_questions, validation_figures
@@ -30,6 +29,7 @@ __all__ = ["Run", "RECIPES", "RunStopped", "grid_runs", "run_one"]
 
 RECIPES = Path(__file__).resolve().parents[3] / "recipes"
 _POLL_S = 5.0
+_GRACE_S = 120.0  # past the run's bound plus this, the experiment stops it itself (the fast trainer has no supervisor)
 # The recipe's environment variables a run sets (recorded in its command.json).
 _RECIPE_ENV = (
     "SETTING",
@@ -75,7 +75,9 @@ def is_finished(run: Run, out: Path) -> bool:
     return (run.folder(out) / "result.json").is_file()
 
 
-def run_environment(run: Run, plan: Plan, assets: dict[str, Path], folder: Path) -> dict[str, str]:
+def run_environment(
+    run: Run, plan: Plan, assets: dict[str, Path], folder: Path, threads: int | None = None
+) -> dict[str, str]:
     env = dict(os.environ)
     for name in ("RAY_ADDRESS", "VERL_PLATFORM", "JUDGE", "JUDGE_CALLABLE", "JUDGE_PLACEMENT", "JUDGE_MODEL"):
         env.pop(name, None)  # the recipe's CPU branch sets what it needs; nothing of the caller's shell leaks in
@@ -100,9 +102,21 @@ def run_environment(run: Run, plan: Plan, assets: dict[str, Path], folder: Path)
         EXPERIMENT_NAME=f"{run.name}-seed{run.seed}",
         RECIPE_NO_EXEC="0",
     )
+    if threads:  # runs side by side: one thread each (two 1-thread runs beat one 2-thread run here)
+        env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     if run.arm.judge:
         env.update(JUDGE_PLACEMENT="local", JUDGE="python", JUDGE_CALLABLE=run.arm.judge)
     return env
+
+
+def run_command(run: Run, plan: Plan, folder: Path) -> list[str]:
+    """verl's trainer: the arm's recipe; the fast trainer: the same recipe's config, trained in one process."""
+    if plan.trainer == "fast":
+        head = [sys.executable, "-m", "arena_verl.tools.experiment.fast", "--recipe", run.arm.recipe, "--run-dir"]
+        return [*head, str(folder), *run_overrides(run, plan, folder)]
+    if plan.trainer != "verl":
+        raise ValueError(f"unknown trainer {plan.trainer!r} (verl or fast)")
+    return ["bash", str(RECIPES / f"{run.arm.recipe}.sh"), *run_overrides(run, plan, folder)]
 
 
 def run_overrides(run: Run, plan: Plan, folder: Path) -> list[str]:
@@ -112,6 +126,8 @@ def run_overrides(run: Run, plan: Plan, folder: Path) -> list[str]:
         f"trainer.validation_data_dir='{folder / 'validation'}'",
         *run.arm.overrides,
     ]
+    if run.arm.lr_scale != 1.0:
+        overrides.append(f"actor_rollout_ref.actor.optim.lr={plan.learning_rate * run.arm.lr_scale!r}")
     if run.arm.judge:
         knobs = {**run.arm.judge_kwargs, "seed": run.seed}
         inner = ",".join(f"{name}:{_hydra_value(value)}" for name, value in sorted(knobs.items()))
@@ -138,6 +154,7 @@ def run_one(
     out: Path,
     progress: Callable[[str], None],
     stop: threading.Event | None = None,
+    threads: int | None = None,
 ) -> tuple[int, dict | None]:
     """Run ``run`` from nothing; returns (the recipe's exit status, the run's curves when every step was logged).
     ``stop`` (a run in a worker thread, which no signal reaches): once set, the recipe is stopped and
@@ -147,8 +164,8 @@ def run_one(
         progress(f"{run.name} seed {run.seed}: an unfinished attempt is there; starting it again from nothing")
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    command = ["bash", str(RECIPES / f"{run.arm.recipe}.sh"), *run_overrides(run, plan, folder)]
-    env = run_environment(run, plan, assets, folder)
+    command = run_command(run, plan, folder)
+    env = run_environment(run, plan, assets, folder, threads)
     revision = code_revision()
     record = {"command": command, "env": _recipe_env(env), "revision": revision}
     (folder / "command.json").write_text(json.dumps(record, indent=1))
@@ -163,7 +180,7 @@ def run_one(
             start_new_session=True,
         )
         try:
-            last = None
+            last, watch = None, _StepWatch(folder)
             while True:
                 if stop is not None and stop.is_set():
                     raise RunStopped(f"{run.name} seed {run.seed}")
@@ -171,7 +188,12 @@ def run_one(
                     rc = child.wait(timeout=_POLL_S)
                     break
                 except subprocess.TimeoutExpired:
-                    step = _last_step(folder)
+                    if time.monotonic() - started > plan.timeout_s + _GRACE_S:  # the run's own bound did not hold
+                        progress(f"past its bound of {plan.timeout_s} s: stopped")
+                        _stop(child)
+                        rc = 124
+                        break
+                    step = watch()
                     if step != last:
                         last = step
                         elapsed = time.monotonic() - started
@@ -190,7 +212,9 @@ def run_one(
     result = {
         "arm": run.arm.name,
         "seed": run.seed,
-        "learning_rate": plan.learning_rate,
+        "trainer": plan.trainer,
+        "learning_rate": plan.learning_rate * run.arm.lr_scale,
+        "warmup_steps": plan.warmup_steps,
         "prompts_per_step": plan.prompts_per_step,
         "revision": revision,
         "wall_s": round(wall, 1),
@@ -238,14 +262,33 @@ def _recipe_env(env: dict[str, str]) -> dict[str, str]:
     return {name: env[name] for name in _RECIPE_ENV if name in env}
 
 
-def _last_step(folder: Path) -> int | None:
-    steps = [
-        record["data"].get("training/global_step")
-        for metrics in sorted((folder / "metrics").glob("*.jsonl"))
-        for record in scan_records(metrics).records
-    ]
-    steps = [s for s in steps if isinstance(s, (int, float))]
-    return int(max(steps)) if steps else None
+class _StepWatch:
+    """The last training step logged in a run's metrics files, reading only what was appended since the last look (a
+    rescan of the whole file every poll cost a core's third by step 130 of a fast run)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.offsets: dict[Path, int] = {}
+        self.last: int | None = None
+
+    def __call__(self) -> int | None:
+        for path in sorted((self.folder / "metrics").glob("*.jsonl")):
+            try:
+                with open(path, "rb") as handle:
+                    handle.seek(self.offsets.get(path, 0))
+                    chunk = handle.read()
+            except OSError:
+                continue
+            complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written waits for the next look
+            self.offsets[path] = self.offsets.get(path, 0) + len(complete)
+            for line in complete.splitlines():
+                try:
+                    step = json.loads(line).get("data", {}).get("training/global_step")
+                except (ValueError, AttributeError):
+                    continue
+                if isinstance(step, (int, float)) and not isinstance(step, bool):
+                    self.last = max(self.last or 0, int(step))
+        return self.last
 
 
 def _stop(child: subprocess.Popen, grace_s: float = 30.0) -> None:

@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 from arena_verl.data.chain_arithmetic import check_steps, parse_problem
+from arena_verl.testing.step_policy import answer_is_right
 
 __all__ = ["prefix_share", "split_questions", "validation_figures", "rollout_prefix", "clustered_mean", "paired_change"]
 
@@ -67,7 +68,8 @@ def _number(value) -> float:
 
 
 def validation_figures(dump: Path, questions: dict[str, set[str]]) -> dict[str, dict]:
-    """One validation dump (``<step>.jsonl``): per split, ``{"pass": clustered_mean, "prefix": clustered_mean}``;
+    """One validation dump (``<step>.jsonl``): per split, ``{"pass": clustered_mean, "prefix": clustered_mean}`` (pass:
+    the answer line is the problem's value);
     also ``"per_problem"``: question -> (pass, prefix) means, for paired comparisons of two validations."""
     passes: dict[str, dict[str, list[float]]] = {name: {} for name in questions}
     prefixes: dict[str, dict[str, list[float]]] = {name: {} for name in questions}
@@ -75,8 +77,11 @@ def validation_figures(dump: Path, questions: dict[str, set[str]]) -> dict[str, 
         problem = parse_problem(str(entry.get("input", "")))
         if problem is None:
             continue
-        question, share = problem.question, check_steps(problem, str(entry.get("output", ""))).share
-        passed = 1.0 if _number(entry.get("score")) > 0 else 0.0
+        output = str(entry.get("output", ""))
+        question, share = problem.question, check_steps(problem, output).share
+        # the task's own check (the verifier's Answer: line), not the dumped score: an arm trained on another reward
+        # (the valid-chain reference) dumps that reward, and every arm is measured alike
+        passed = 1.0 if answer_is_right(problem, output) else 0.0
         for name, held in questions.items():
             if question in held:
                 passes[name].setdefault(question, []).append(passed)

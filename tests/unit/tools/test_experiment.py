@@ -11,8 +11,8 @@ from scipy import stats
 
 from arena_verl.core.errors import InputError
 from arena_verl.evaluation.costs import cost_columns, cost_rows
-from arena_verl.tools.experiment import command
-from arena_verl.tools.experiment.arms import ARMS, FULL, QUICK
+from arena_verl.tools.experiment import command, gate_runs
+from arena_verl.tools.experiment.arms import ARMS, FULL, QUICK, Candidate
 from arena_verl.tools.experiment.curves import run_curves
 from arena_verl.tools.experiment.grid import Run, grid_runs, run_overrides
 from arena_verl.tools.experiment.report import PLOTS, result_rows, write_report
@@ -151,8 +151,7 @@ def test_run_overrides_carry_the_judge_knobs_and_seed(tmp_path):
 
 def _args(tmp_path, **kwargs):
     defaults = dict(out=tmp_path / "grid", seeds=None, arms=None, quick=True, cache=tmp_path, report_only=False,
-                    jobs=1, gate=False, learning_rates=None, prompts_per_step=None,
-                    steps=None)  # fmt: skip
+                    jobs=1, gate=False, candidates=None, trainer="fast")  # fmt: skip
     return argparse.Namespace(**{**defaults, "policy": None, **kwargs})
 
 
@@ -167,12 +166,13 @@ def _args(tmp_path, **kwargs):
         ({"jobs": 0}, "--jobs"),
         ({"jobs": 9}, "--jobs"),
         ({"jobs": True}, "--jobs"),
-        ({"learning_rates": "1e-4,x"}, "--learning-rates"),
-        ({"learning_rates": "0"}, "--learning-rates"),
-        ({"learning_rates": "1e-4,1e-4"}, "--learning-rates"),
-        ({"prompts_per_step": 0}, "--prompts-per-step"),
-        ({"prompts_per_step": 1000}, "--prompts-per-step"),
-        ({"steps": 0}, "--steps"),
+        ({"candidates": "1e-4:32:300"}, "--candidates"),
+        ({"candidates": "x:32:300:0"}, "--candidates"),
+        ({"candidates": "0:32:300:0"}, "--candidates"),
+        ({"candidates": "1e-4:0:300:0"}, "prompts"),
+        ({"candidates": "1e-4:32:0:0"}, "steps"),
+        ({"candidates": "1e-4:32:300:300"}, "warm-up"),
+        ({"candidates": "1e-4:32:300:0,1e-4:32:300:0"}, "twice"),
     ],
 )
 def test_bad_flags_are_refused_before_anything_runs(tmp_path, kwargs, message):
@@ -225,31 +225,24 @@ def test_runs_in_threads_all_run_and_one_error_stops_the_others():
     assert "long" in seen_stop and time.monotonic() - started < 4
 
 
-def test_a_pilot_without_its_batch_recorded_gets_it_from_its_command(tmp_path):
-    path = tmp_path / "command.json"
-    path.write_text(json.dumps({"command": ["bash", "rlvr.sh", "data.train_batch_size=2", "data.train_batch_size=32"]}))
-    assert command._batch_of(path) == 32  # the last override wins, as in Hydra
-    path.write_text(json.dumps({"command": ["bash", "rlvr.sh"]}))
-    assert command._batch_of(path) is None and command._batch_of(tmp_path / "missing.json") is None
-
-
-def test_a_pilots_plan_and_label_carry_its_rate_batch_and_steps():
-    plan = command.gate_plan(FULL, 1e-5, 32, 90)
+def test_a_pilots_plan_and_label_carry_its_candidate():
+    candidate = Candidate(1e-5, 32, 90, 5)
+    plan = gate_runs.gate_plan(FULL, candidate)
     assert (plan.learning_rate, plan.prompts_per_step, plan.steps, plan.test_freq) == (1e-5, 32, 90, 90)
-    assert plan.val_splits == ("pilot",)
+    assert plan.val_splits == ("pilot",) and plan.warmup_steps == 5
+    assert "actor_rollout_ref.actor.optim.lr_warmup_steps=5" in plan.overrides()
     # its bound grows with the samples it trains on (12 times the plan's here) and never falls below the plan's
     assert plan.timeout_s == 12 * FULL.timeout_s
-    assert command.gate_plan(FULL, 1e-5, 2, 10).timeout_s == FULL.timeout_s
-    assert command._gate_label(1e-5, 32, 90, FULL) == "gate_lr1e-05_p32_s90"
-    assert command._gate_label(3e-4, FULL.prompts_per_step, FULL.steps, FULL) == "gate_lr0.0003"
+    assert gate_runs.gate_plan(FULL, Candidate(1e-5, 2, 10)).timeout_s == FULL.timeout_s
+    assert gate_runs.gate_label(candidate, "rlvr") == "gate_lr1e-05_p32_s90_w5_rlvr"
 
 
-@pytest.mark.parametrize("passed, grid", [(False, "not run: no pilot"), (True, "not run yet")])
+@pytest.mark.parametrize("passed, grid", [(False, "not run: no candidate"), (True, "not run yet")])
 def test_results_hold_the_gate_and_say_why_the_grid_has_not_run(tmp_path, passed, grid):
     assets = {"policy": tmp_path / "policy"}
     arms = [ARMS[name] for name in ("rlvr", "arena_live")]
     assert command.write_results(tmp_path, arms, FULL, assets) is None  # neither runs nor a gate: nothing to write
-    gate = {"passed": passed, "pilots": [{"learning_rate": 1e-4, "moved": passed}]}
+    gate = {"passed": passed, "complete": True, "candidates": [{"label": "x", "passed": passed}]}
     (tmp_path / "gate.json").write_text(json.dumps(gate))
     command.write_results(tmp_path, arms, FULL, assets)
     written = json.loads((tmp_path / "results.json").read_text())

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from arena_verl.core.errors import InputError
 from arena_verl.data.chain_arithmetic import ChainProblem, solution_text
-from arena_verl.tools.experiment.gate import RISE_SE, gate_record, learning_rates
+from arena_verl.tools.experiment.arms import Candidate
+from arena_verl.tools.experiment.gate import RISE_SE, gate_record, pilot_figures, registration
 from arena_verl.tools.experiment.measures import clustered_mean, paired_change, rollout_prefix, validation_figures
 from arena_verl.tools.experiment.results import paired
 
@@ -36,6 +36,13 @@ def test_validation_figures_read_prefix_and_pass_per_split(tmp_path):
     assert figures["test"]["per_problem"][A.question] == [0.5, 0.75]
 
 
+def test_validation_pass_is_the_tasks_own_answer_check_not_the_arms_reward(tmp_path):
+    lucky = "3+4=8\n8-2=5\nAnswer: 5"  # right answer through a wrong step: the valid-chain reward scores it 0
+    dump = _dump(tmp_path / "0.jsonl", [(A, lucky, 0.0), (A, solution_text(A), 0.0)])
+    figures = validation_figures(dump, {"test": {A.question}})
+    assert figures["test"]["pass"]["mean"] == 1.0 and figures["test"]["prefix"]["mean"] == pytest.approx(0.5)
+
+
 def test_a_torn_line_and_a_problem_of_no_split_are_not_counted(tmp_path):
     dump = _dump(tmp_path / "3.jsonl", [(A, solution_text(A), 1.0)])
     with open(dump, "a") as handle:
@@ -59,13 +66,15 @@ def test_paired_change_is_per_problem():
     assert change["se"] == pytest.approx(math.sqrt(0.01 / 3 / 4))
 
 
-def _pilot(rate, pass_after, prefix_after, lengths=(40.0,) * 10):
+def _pilot(arm, seed, rate, pass_after, prefix_after, lengths=(40.0,) * 10):
     problems = [f"q{i}" for i in range(40)]
     start = {q: [0.1, 0.3] for q in problems}
-    end = {q: [pass_after + (0.05 if i % 2 else -0.05), prefix_after] for i, q in enumerate(problems)}
+    end = {q: [pass_after, prefix_after + (0.05 if i % 2 else -0.05)] for i, q in enumerate(problems)}
     return {
+        "arm": arm,
+        "seed": seed,
         "learning_rate": rate,
-        "prompts_per_step": 8,
+        "prompts_per_step": 32,
         "steps_logged": [1, 2],
         "steps": [{"response_length": v} for v in lengths],
         "start": {"pilot": {"per_problem": start}},
@@ -73,25 +82,48 @@ def _pilot(rate, pass_after, prefix_after, lengths=(40.0,) * 10):
     }
 
 
-def test_the_gate_passes_the_pilot_that_moved_and_refuses_collapse_and_stillness():
-    still = _pilot(1e-4, 0.1, 0.3)
-    moved = _pilot(3e-4, 0.2, 0.3)
-    collapsed = _pilot(1e-3, 0.3, 0.3, lengths=(40.0,) * 5 + (10.0,) * 5)
-    gate = gate_record([collapsed, still, moved])
-    by_rate = {p["learning_rate"]: p for p in gate["pilots"]}
-    assert not by_rate[1e-4]["moved"] and by_rate[3e-4]["moved"] and by_rate[1e-3]["collapsed"]
-    assert by_rate[3e-4]["pass_change"]["z"] >= RISE_SE
-    assert gate["passed"] and gate["learning_rate"] == 3e-4 and gate["prompts_per_step"] == 8
-    assert gate["steps"] == 2
-    assert not gate_record([still])["passed"] and gate_record([still])["learning_rate"] is None
+SEEDS = (11, 12, 13)
 
 
-def test_gate_learning_rates_are_checked():
-    assert learning_rates("1e-4,3e-4", (1.0,)) == (1e-4, 3e-4)
-    assert learning_rates(None, (2e-4,)) == (2e-4,)
-    for bad in ("", "a", "-1e-4", "1e-4,1e-4", "nan"):
-        with pytest.raises(InputError):
-            learning_rates(bad, (1.0,))
+def _registered():
+    candidates = (Candidate(1e-4, 32, 300), Candidate(5e-5, 32, 300), Candidate(2e-4, 32, 300, 10))
+    return registration(candidates, SEEDS, ("valid_chain", "rlvr"))
+
+
+def test_the_gate_passes_where_the_reference_moved_in_every_seed_and_picks_what_serves_rlvr_best():
+    registered = _registered()
+    mid, low, high = (c["label"] for c in registered["candidates"])  # 1e-4, 5e-5, 2e-4
+    results = {
+        # the reference moves in every seed at 1e-4 and 2e-4; at 5e-5 one seed stays put
+        mid: [_pilot("valid_chain", s, 1e-4, 0.1, 0.4) for s in SEEDS]
+        + [_pilot("rlvr", s, 1e-4, 0.1, 0.35) for s in SEEDS],
+        low: [_pilot("valid_chain", s, 5e-5, 0.1, 0.4 if s != 12 else 0.3) for s in SEEDS]
+        + [_pilot("rlvr", s, 5e-5, 0.1, 0.5) for s in SEEDS],
+        high: [_pilot("valid_chain", s, 2e-4, 0.1, 0.5) for s in SEEDS]
+        + [_pilot("rlvr", s, 2e-4, 0.1, 0.3) for s in SEEDS],
+    }  # fmt: skip
+    gate = gate_record(registered, results)
+    by_label = {row["label"]: row for row in gate["candidates"]}
+    assert by_label[mid]["passed"] and by_label[high]["passed"] and not by_label[low]["passed"]
+    assert by_label[low]["reference_moved_seeds"] == [11, 13]
+    # RLVR served best at 1e-4 (its prefix rose 0.05; at 2e-4 it stayed): 5e-5 is better for RLVR but did not pass
+    assert gate["passed"] and gate["complete"] and gate["chosen"]["learning_rate"] == 1e-4
+    assert by_label[mid]["rlvr_prefix_change"] == pytest.approx(0.05)
+
+
+def test_the_gate_does_not_pass_on_too_few_seeds_or_unfinished_pilots():
+    registered = _registered()
+    label = registered["candidates"][0]["label"]
+    two = {label: [_pilot("valid_chain", s, 1e-4, 0.1, 0.5) for s in SEEDS[:2]]}
+    gate = gate_record(registered, two)
+    assert not gate["passed"] and not gate["complete"] and gate["chosen"] is None
+    assert gate_record(registered, {})["candidates"][0]["reference_seeds"] == 0
+
+
+def test_a_pilot_that_shrank_is_marked_collapsed():
+    figures = pilot_figures(_pilot("rlvr", 1, 1e-4, 0.1, 0.3, lengths=(40.0,) * 5 + (10.0,) * 5))
+    assert figures["collapsed"] and not figures["moved"]
+    assert figures["prefix_change"]["z"] is not None and abs(figures["prefix_change"]["z"]) < RISE_SE
 
 
 def _run(seed, pass_hard):
