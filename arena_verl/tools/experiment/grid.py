@@ -207,6 +207,7 @@ def run_one(
     if rc != 0 or curves["steps_logged"] != list(range(1, plan.steps + 1)):
         return rc or 1, None
     start, end = validation_ends(folder, assets, plan)
+    curve = validation_curve(folder, assets, plan, curves["steps"])
     per_step = folder / "per_step.jsonl"
     per_step.write_text("".join(json.dumps(row) + "\n" for row in curves["steps"]))
     result = {
@@ -221,6 +222,7 @@ def run_one(
         "start": start,
         "end": end,
         "per_step": per_step.name,
+        "val_curve": curve,
         **curves,
     }
     tmp = folder / "result.json.tmp"
@@ -256,6 +258,24 @@ def validation_ends(folder: Path, assets: dict[str, Path], plan: Plan) -> tuple[
     last = max(dumps, default=None)
     end = validation_figures(dumps[last], questions) if last else {}
     return start, end
+
+
+def validation_curve(folder: Path, assets: dict[str, Path], plan: Plan, steps: list[dict]) -> list[dict]:
+    """Every validation of the run (step 0 the one before training): its step, the generations trained on by then,
+    and per split the pass rate and the valid prefix (mean and standard error), from verl's validation dumps."""
+    questions = split_questions({name: Path(assets[name]) for name in plan.val_splits})
+    generations = {row["step"]: row.get("generations_cumulative") for row in steps}
+    rows = []
+    for dump in sorted((folder / "validation").glob("*.jsonl"), key=lambda p: int(p.stem) if p.stem.isdigit() else -1):
+        if not dump.stem.isdigit():
+            continue
+        step = int(dump.stem)
+        figures = validation_figures(dump, questions)
+        row = {"step": step, "generations_cumulative": generations.get(step, 0.0 if step == 0 else None)}
+        for split, value in figures.items():
+            row[split] = {m: {k: value[m][k] for k in ("mean", "se")} for m in ("pass", "prefix")}
+        rows.append(row)
+    return rows
 
 
 def _recipe_env(env: dict[str, str]) -> dict[str, str]:

@@ -26,7 +26,17 @@ import numpy as np
 
 from arena_verl.evaluation.costs import cost_columns
 
-__all__ = ["PAIRED_FIGURES", "CONTROLS", "across_seeds", "aggregate", "paired", "t_interval"]
+__all__ = [
+    "PAIRED_FIGURES",
+    "CONTROLS",
+    "CERTAINTY_PAIRS",
+    "across_seeds",
+    "aggregate",
+    "certainty_default",
+    "paired",
+    "reach",
+    "t_interval",
+]
 
 # (figure, validation split, measure): what the paired differences compare, at the end of training.
 PAIRED_FIGURES = {
@@ -36,7 +46,21 @@ PAIRED_FIGURES = {
     "pass_all_wrong": ("all_wrong", "pass"),
 }
 BASELINE = "rlvr"
-CONTROLS = {"arena_live": "arena_live_random", "arena_live_certain": "arena_live_random_certain"}
+CONTROLS = {
+    "arena_live": "arena_live_random",
+    "arena_live_certain": "arena_live_random_certain",
+    "arena_live_noisy": "arena_live_random",
+    "arena_live_noisy_certain": "arena_live_random_certain",
+}
+# Certainty weighting on minus off, judge by judge (the pre-registered rule for its default: certainty_default).
+CERTAINTY_PAIRS = {
+    "arena_live_certain": "arena_live",
+    "arena_live_noisy_certain": "arena_live_noisy",
+    "arena_live_random_certain": "arena_live_random",
+}
+CERTAINTY_COST = 0.03  # the most a judge with signal may lose to certainty weighting, on the primary measure
+PRIMARY = "prefix_hard"  # the primary endpoint's figure (docs/benchmarks/learning.md, pre-registration)
+REACH_SE = 3.0  # RLVR did not move: the target is its start plus this many standard errors
 
 # The figures summarised across seeds: each run's mean over its steps.
 _STEP_MEANS = (
@@ -117,6 +141,50 @@ def paired(runs: list[dict], baseline_runs: list[dict]) -> dict[str, dict]:
     return out
 
 
+def certainty_default(certainty: dict[str, dict]) -> dict:
+    """The pre-registered rule: certainty weighting on by default iff it does not make the random judge worse (mean
+    >= 0) and costs the exact and the noisy judge at most CERTAINTY_COST (their 95% intervals' lower bounds above
+    -CERTAINTY_COST), on the primary measure paired by seed. ``on`` None until every pair has an interval."""
+    random_pair = certainty.get("arena_live_random_certain", {}).get(PRIMARY, {})
+    signal = [certainty.get(arm, {}).get(PRIMARY, {}) for arm in ("arena_live_certain", "arena_live_noisy_certain")]
+    if random_pair.get("mean") is None or any(pair.get("ci95") is None for pair in signal):
+        return {"on": None, "why": "not every pair of the rule has run (with at least two seeds)"}
+    on = random_pair["mean"] >= 0 and all(pair["ci95"][0] > -CERTAINTY_COST for pair in signal)
+    return {"on": on, "rule": certainty_default.__doc__.split(". ``on``")[0]}
+
+
+def reach(results: dict[str, list[dict]], split: str = "test", measure: str = "prefix") -> dict:
+    """Per arm, the first validation step (and the generations by then) at which its mean curve over seeds reaches
+    RLVR's mean final value, or, when RLVR did not move (its mean final at most its mean start plus REACH_SE mean
+    standard errors), that start plus REACH_SE standard errors; "not reached" when it never does. Descriptive."""
+    base = results.get(BASELINE, [])
+    curves = [run.get("val_curve") or [] for run in base]
+    starts = [c[0][split][measure] for c in curves if c and c[0]["step"] == 0 and split in c[0]]
+    finals = [c[-1][split][measure]["mean"] for c in curves if c and split in c[-1]]
+    if not starts or not finals:
+        return {}
+    start = float(np.mean([s["mean"] for s in starts]))
+    floor = start + REACH_SE * float(np.mean([s["se"] or 0.0 for s in starts]))
+    target = max(float(np.mean(finals)), floor)
+    out = {"target": target, "rlvr_moved": float(np.mean(finals)) > floor, "arms": {}}
+    for arm, runs in results.items():
+        by_step: dict[int, list[float]] = {}
+        generations: dict[int, list[float]] = {}
+        for run in runs:
+            for row in run.get("val_curve") or []:
+                if split in row:
+                    by_step.setdefault(row["step"], []).append(row[split][measure]["mean"])
+                    if row.get("generations_cumulative") is not None:
+                        generations.setdefault(row["step"], []).append(row["generations_cumulative"])
+        reached = next((s for s in sorted(by_step) if np.mean(by_step[s]) >= target), None)
+        out["arms"][arm] = (
+            {"step": reached, "generations": float(np.mean(generations.get(reached, [0.0])))}
+            if reached is not None
+            else "not reached"
+        )
+    return out
+
+
 def _without_per_problem(figures: dict) -> dict:
     return {split: {k: v for k, v in value.items() if k != "per_problem"} for split, value in figures.items()}
 
@@ -128,6 +196,8 @@ def _run_record(run: dict, arm: str) -> dict:
     record["start"] = _without_per_problem(run.get("start", {}))
     record["end"] = _without_per_problem(run.get("end", {}))
     record["per_step"] = f"runs/{arm}/seed{run['seed']}/{run['per_step']}" if run.get("per_step") else None
+    record["val_curve"] = run.get("val_curve", [])
+    record["trainer"] = run.get("trainer", "verl")
     return record
 
 
@@ -137,6 +207,11 @@ def aggregate(results: dict[str, list[dict]], summaries: dict[str, str], plan: d
     sources = [s for s in sources if s != "generations_cumulative"]
     totals = [run["steps"][-1]["generations_cumulative"] for runs in results.values() for run in runs if run["steps"]]
     budget = min(totals) if totals else None
+    certainty = {
+        arm: paired(results[arm], results[off])
+        for arm, off in CERTAINTY_PAIRS.items()
+        if arm in results and off in results
+    }
     arms = {}
     for arm, runs in results.items():
         runs = sorted(runs, key=lambda r: r["seed"])
@@ -161,4 +236,7 @@ def aggregate(results: dict[str, list[dict]], summaries: dict[str, str], plan: d
             if arm in results and control in results
         },
         "costs": cost_columns({arm: [run["steps"] for run in runs] for arm, runs in results.items()}),
+        "certainty": certainty,
+        "certainty_default": certainty_default(certainty),
+        "reach": reach(results),
     }

@@ -11,7 +11,7 @@ from arena_verl.data.chain_arithmetic import ChainProblem, solution_text
 from arena_verl.tools.experiment.arms import Candidate
 from arena_verl.tools.experiment.gate import RISE_SE, gate_record, pilot_figures, registration
 from arena_verl.tools.experiment.measures import clustered_mean, paired_change, rollout_prefix, validation_figures
-from arena_verl.tools.experiment.results import paired
+from arena_verl.tools.experiment.results import certainty_default, paired, reach
 
 A = ChainProblem((3, 4, 2), ("+", "-"))  # 3+4=7, 7-2=5
 B = ChainProblem((9, 1, 5), ("-", "+"))  # 9-1=8, 8+5=13
@@ -139,3 +139,40 @@ def test_paired_differences_are_by_seed_with_a_t_interval():
     assert low < result["mean"] < high
     assert paired(arm, baseline)["prefix_hard"]["mean"] == pytest.approx(0.4 / 3)
     assert paired(arm, baseline)["prefix_all_wrong"] == {"mean": None, "ci95": None, "seeds": []}
+
+
+def _curve_run(seed, prefixes, se=0.01, step_every=25):
+    curve = [
+        {"step": i * step_every, "generations_cumulative": i * step_every * 256.0,
+         "test": {"prefix": {"mean": value, "se": se}, "pass": {"mean": value / 2, "se": se}}}
+        for i, value in enumerate(prefixes)
+    ]  # fmt: skip
+    return {"seed": seed, "val_curve": curve}
+
+
+def test_reach_is_the_first_step_an_arms_mean_curve_meets_rlvrs_final_value():
+    results = {
+        "rlvr": [_curve_run(0, [0.30, 0.33, 0.36]), _curve_run(1, [0.30, 0.34, 0.38])],  # moved: final 0.37
+        "arena_live": [_curve_run(0, [0.30, 0.38, 0.40]), _curve_run(1, [0.30, 0.36, 0.40])],
+        "arena_live_random": [_curve_run(0, [0.30, 0.30, 0.31]), _curve_run(1, [0.30, 0.31, 0.30])],
+    }
+    out = reach(results)
+    assert out["rlvr_moved"] and out["target"] == pytest.approx(0.37)
+    assert out["arms"]["arena_live"] == {"step": 25, "generations": 25 * 256.0}
+    assert out["arms"]["rlvr"]["step"] == 50 and out["arms"]["arena_live_random"] == "not reached"
+    # RLVR that did not move: the target is its start plus three of its standard errors
+    still = {"rlvr": [_curve_run(0, [0.30, 0.30, 0.31], se=0.02)], "arena_live": [_curve_run(0, [0.30, 0.35, 0.37])]}
+    out = reach(still)
+    assert not out["rlvr_moved"] and out["target"] == pytest.approx(0.36) and out["arms"]["arena_live"]["step"] == 50
+
+
+def test_certainty_default_follows_the_preregistered_rule():
+    def pair(mean, low):
+        return {"prefix_hard": {"mean": mean, "ci95": [low, mean + 0.02], "seeds": [0, 1, 2]}}
+
+    good = {"arena_live_random_certain": pair(0.01, -0.02), "arena_live_certain": pair(0.0, -0.02),
+            "arena_live_noisy_certain": pair(0.01, -0.01)}  # fmt: skip
+    assert certainty_default(good)["on"] is True
+    assert certainty_default({**good, "arena_live_random_certain": pair(-0.01, -0.03)})["on"] is False
+    assert certainty_default({**good, "arena_live_noisy_certain": pair(0.0, -0.05)})["on"] is False
+    assert certainty_default({k: v for k, v in good.items() if k != "arena_live_certain"})["on"] is None
