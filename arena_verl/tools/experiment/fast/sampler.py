@@ -13,8 +13,9 @@ import torch
 
 __all__ = ["sample"]
 
+_MAX_ROWS = 256  # rows decoded together at most
 
-@torch.no_grad()
+
 def sample(
     model,
     prompts: list[list[int]],
@@ -23,9 +24,21 @@ def sample(
     pad_token_id: int,
     temperature: float = 1.0,
     generator: torch.Generator | None = None,
+    max_rows: int = _MAX_ROWS,
 ) -> list[list[int]]:
     """One completion per prompt (repeat a prompt for several samples): its token ids, ending with ``eos_token_id``
-    when the model wrote it within ``max_new_tokens``. ``temperature`` 0 decodes greedily."""
+    when the model wrote it within ``max_new_tokens``. ``temperature`` 0 decodes greedily. At most ``max_rows``
+    prompts are decoded together: the cache grows by a copy a token, so one batch of 1,536 rows took 11 s where six of
+    256 take about 2.5."""
+    out: list[list[int]] = []
+    for start in range(0, len(prompts), max_rows):
+        chunk = prompts[start : start + max_rows]
+        out += _sample_batch(model, chunk, max_new_tokens, eos_token_id, pad_token_id, temperature, generator)
+    return out
+
+
+@torch.no_grad()
+def _sample_batch(model, prompts, max_new_tokens, eos_token_id, pad_token_id, temperature, generator):
     from transformers import DynamicCache
 
     if not prompts:

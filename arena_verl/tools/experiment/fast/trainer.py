@@ -22,6 +22,7 @@ No cost or latency figure comes from it: the referee gets whole groups at once, 
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import math
 import time
@@ -231,6 +232,10 @@ class FastTrainer:
     def fit(self) -> int:
         """Every step (validations included); 0 when every step's loss was finite."""
         finite = True
+        # What was built so far (verl, transformers, torch, the model: about 600k objects) lives as long as the run:
+        # kept out of the collector's full passes, which otherwise rescan it while the referee's answered groups grow.
+        gc.collect()
+        gc.freeze()
         try:
             if self.config.trainer.get("val_before_train", True):
                 self.log(f"validation before training: {self.validate(0)}")
@@ -244,6 +249,7 @@ class FastTrainer:
                 if step == self.total_steps or (self.test_freq > 0 and step % self.test_freq == 0):
                     self.log(f"validation at step {step}: {self.validate(step)}")
         finally:
+            gc.unfreeze()
             self.close()
         return 0 if finite else 1
 
