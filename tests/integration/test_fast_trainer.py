@@ -43,6 +43,7 @@ def test_greedy_sampling_equals_generate_with_rows_that_finish_early(toy):
     ours = sample(model, prompts, 12, eos, pad, temperature=0)
     theirs = [_generate(model, p, 12, eos, pad) for p in prompts]
     assert ours == theirs
+    assert sample(model, prompts, 12, eos, pad, temperature=0, max_rows=2) == ours  # decoded in chunks: the same
     lengths = [len(row) for row in ours]
     assert min(lengths) < max(lengths) and any(row[-1] == eos and len(row) >= 3 for row in ours), lengths
 
