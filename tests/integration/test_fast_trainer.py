@@ -173,3 +173,23 @@ def test_advantages_are_verls_estimator_for_the_configs_adv_estimator(toy, estim
     if estimator == "rloo":  # not GRPO's: the estimator named in the config is the one used
         grpo, _ = core_algos.compute_grpo_outcome_advantage(rewards, torch.ones(8, 5), uids)
         assert not torch.allclose(got, grpo, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("algorithm.filter_groups.enable=true", "DAPO"),
+        ("actor_rollout_ref.actor.use_kl_loss=true", "use_kl_loss"),
+        ("algorithm.use_kl_in_reward=true", "use_kl_in_reward"),
+        ("reward.arena.num_referees=2", "num_referees"),
+        ("actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum-norm", "loss_scale_factor"),
+    ],
+)
+def test_what_the_fast_trainer_does_not_do_is_refused(toy, override, message):
+    from arena_verl.core.errors import InputError
+    from arena_verl.tools.experiment.fast.trainer import refuse_unsupported
+
+    path, _, _ = toy
+    refuse_unsupported(_config(path))  # the recipe's own config is accepted
+    with pytest.raises(InputError, match=message):
+        refuse_unsupported(_config(path, override))

@@ -61,7 +61,7 @@ from arena_verl.tools.experiment.arms import (
 from arena_verl.tools.experiment.gate_runs import gate_label, gate_plan, gated_plan, register_gate, write_gate
 from arena_verl.tools.experiment.grid import RECIPES, Run, grid_runs, is_finished, run_one
 from arena_verl.tools.experiment.report import write_report
-from arena_verl.tools.experiment.results import aggregate
+from arena_verl.tools.experiment.results import GRID_MIN_SEEDS, aggregate
 
 __all__ = ["configure_parser", "run", "QUICK_ARMS"]
 
@@ -318,7 +318,10 @@ def _run(args: argparse.Namespace) -> int:
     out = _check_out(args.out)
     trainer = _trainer(args.trainer)
     arms = _arms(args.arms, args.quick, trainer)
-    seeds = _count_flag("--seeds", args.seeds if args.seeds is not None else (1 if args.quick else 4), MAX_SEEDS)
+    # The fast grid's default: the pre-registered seed counts (6 an arm, 8 for the noisy judge's pair)
+    default_seeds = 1 if args.quick else (GRID_MIN_SEEDS["default"] if trainer == "fast" else 4)
+    seeds = _count_flag("--seeds", args.seeds if args.seeds is not None else default_seeds, MAX_SEEDS)
+    per_arm = GRID_MIN_SEEDS if (trainer == "fast" and not args.quick and args.seeds is None) else {}
     # One at a time, --quick too: two trainers starting side by side on 2 cores gained nothing here (264 s for both
     # at once, 250 s one after the other, 2026-12-04), and on CI's machine the second ran past its run's bound
     # without logging a step while the first finished.
@@ -349,7 +352,7 @@ def _run(args: argparse.Namespace) -> int:
     else:
         if not args.quick:
             plan = gated_plan(out, plan)
-        planned = [(item, plan) for item in grid_runs(arms, seeds)]
+        planned = [(item, plan) for item in grid_runs(arms, seeds, per_arm)]
     if args.report_only:
         summary = write_results(out, arms, plan, assets)
         log(f"results: {out / 'results.json'}" if summary else "no finished run yet")
@@ -359,6 +362,7 @@ def _run(args: argparse.Namespace) -> int:
         f"{_count(len(gate_candidates), 'candidate')} x {_count(len(gate_seeds), 'seed')} x 2 arms of the gate"
         if args.gate
         else f"{_count(len(arms), 'arm')} x {_count(seeds, 'seed')}"
+        + (" (the noisy judge's pair: 8)" if per_arm else "")
     )
     log(f"{_count(len(planned), 'run')} ({what}), {len(planned) - len(todo)} finished, {len(todo)} to run")
     failed = []

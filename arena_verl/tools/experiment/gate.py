@@ -123,6 +123,7 @@ def gate_record(registered: dict, results_by_candidate: dict[str, list[dict]]) -
         "rule": RULE,
         "candidates": rows,
         "complete": all(row["complete"] for row in rows),
-        "passed": chosen is not None,
-        "chosen": chosen["settings"] if chosen else None,
+        # every candidate's pilots are in before one is chosen: "among passing candidates" means all of them
+        "passed": chosen is not None and all(row["complete"] for row in rows),
+        "chosen": chosen["settings"] if chosen and all(row["complete"] for row in rows) else None,
     }

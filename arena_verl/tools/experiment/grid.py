@@ -66,9 +66,16 @@ class Run:
         return out / "runs" / self.name / f"seed{self.seed}"
 
 
-def grid_runs(arms: list[Arm], seeds: int) -> list[Run]:
-    """Seed-major order: every arm's first seed before any arm's second, so an interrupted grid has comparable arms."""
-    return [Run(arm, seed) for seed in range(seeds) for arm in arms if not (arm.cost_only and seed > 0)]
+def grid_runs(arms: list[Arm], seeds: int, per_arm: dict[str, int] | None = None) -> list[Run]:
+    """Seed-major order: every arm's first seed before any arm's second, so an interrupted grid has comparable arms.
+    ``per_arm``: an arm's own seed count where it differs from ``seeds``."""
+    counts = {arm.name: (per_arm or {}).get(arm.name, seeds) for arm in arms}
+    return [
+        Run(arm, seed)
+        for seed in range(max(counts.values(), default=0))
+        for arm in arms
+        if seed < counts[arm.name] and not (arm.cost_only and seed > 0)
+    ]
 
 
 def is_finished(run: Run, out: Path) -> bool:
@@ -102,7 +109,7 @@ def run_environment(
         EXPERIMENT_NAME=f"{run.name}-seed{run.seed}",
         RECIPE_NO_EXEC="0",
     )
-    if threads:  # runs side by side: one thread each (two 1-thread runs beat one 2-thread run here)
+    if threads and plan.trainer == "fast":  # runs side by side: one thread each (measured for the fast trainer)
         env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     if run.arm.judge:
         env.update(JUDGE_PLACEMENT="local", JUDGE="python", JUDGE_CALLABLE=run.arm.judge)

@@ -61,6 +61,8 @@ CERTAINTY_PAIRS = {
 CERTAINTY_COST = 0.03  # the most a judge with signal may lose to certainty weighting, on the primary measure
 PRIMARY = "prefix_hard"  # the primary endpoint's figure (docs/benchmarks/learning.md, pre-registration)
 REACH_SE = 3.0  # RLVR did not move: the target is its start plus this many standard errors
+# The pre-registered seeds an arm (at least): 8 for the noisy judge's pair, 6 for the others.
+GRID_MIN_SEEDS = {"default": 6, "arena_live_noisy": 8, "arena_live_noisy_certain": 8}
 
 # The figures summarised across seeds: each run's mean over its steps.
 _STEP_MEANS = (
@@ -149,8 +151,12 @@ def certainty_default(certainty: dict[str, dict]) -> dict:
     signal = [certainty.get(arm, {}).get(PRIMARY, {}) for arm in ("arena_live_certain", "arena_live_noisy_certain")]
     if random_pair.get("mean") is None or any(pair.get("ci95") is None for pair in signal):
         return {"on": None, "why": "not every pair of the rule has run (with at least two seeds)"}
-    on = random_pair["mean"] >= 0 and all(pair["ci95"][0] > -CERTAINTY_COST for pair in signal)
-    return {"on": on, "rule": certainty_default.__doc__.split(". ``on``")[0]}
+    verdict = random_pair["mean"] >= 0 and all(pair["ci95"][0] > -CERTAINTY_COST for pair in signal)
+    seeds = {arm: len(certainty[arm][PRIMARY]["seeds"]) for arm in CERTAINTY_PAIRS}
+    short = [arm for arm, n in seeds.items() if n < GRID_MIN_SEEDS.get(arm, GRID_MIN_SEEDS["default"])]
+    if short:  # the pre-registered seed counts are not in yet: the verdict so far, not the decision
+        return {"on": None, "provisional": verdict, "seeds": seeds, "why": f"too few seeds yet: {', '.join(short)}"}
+    return {"on": verdict, "seeds": seeds, "rule": certainty_default.__doc__.split(". ``on``")[0]}
 
 
 def reach(results: dict[str, list[dict]], split: str = "test", measure: str = "prefix") -> dict:
@@ -160,7 +166,9 @@ def reach(results: dict[str, list[dict]], split: str = "test", measure: str = "p
     base = results.get(BASELINE, [])
     curves = [run.get("val_curve") or [] for run in base]
     starts = [c[0][split][measure] for c in curves if c and c[0]["step"] == 0 and split in c[0]]
+    starts = [s for s in starts if s.get("mean") is not None]
     finals = [c[-1][split][measure]["mean"] for c in curves if c and split in c[-1]]
+    finals = [f for f in finals if f is not None]
     if not starts or not finals:
         return {}
     start = float(np.mean([s["mean"] for s in starts]))
@@ -172,10 +180,13 @@ def reach(results: dict[str, list[dict]], split: str = "test", measure: str = "p
         generations: dict[int, list[float]] = {}
         for run in runs:
             for row in run.get("val_curve") or []:
-                if split in row:
+                if split in row and row[split][measure]["mean"] is not None:
                     by_step.setdefault(row["step"], []).append(row[split][measure]["mean"])
                     if row.get("generations_cumulative") is not None:
                         generations.setdefault(row["step"], []).append(row["generations_cumulative"])
+        if not by_step:
+            out["arms"][arm] = "no curve"
+            continue
         reached = next((s for s in sorted(by_step) if np.mean(by_step[s]) >= target), None)
         out["arms"][arm] = (
             {"step": reached, "generations": float(np.mean(generations.get(reached, [0.0])))}

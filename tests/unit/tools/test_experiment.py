@@ -249,3 +249,11 @@ def test_results_hold_the_gate_and_say_why_the_grid_has_not_run(tmp_path, passed
     assert written["gate"] == gate and written["grid"].startswith(grid)
     assert written["arms"] == written["paired"] == written["paired_control"] == {}
     assert not (tmp_path / "report.html").exists()  # no report of a grid that has not run
+
+
+def test_an_arm_may_have_more_seeds_than_the_grid():
+    arms = [ARMS["rlvr"], ARMS["arena_live_noisy"]]
+    runs = grid_runs(arms, 2, {"arena_live_noisy": 3})
+    assert [(r.name, r.seed) for r in runs] == [
+        ("rlvr", 0), ("arena_live_noisy", 0), ("rlvr", 1), ("arena_live_noisy", 1), ("arena_live_noisy", 2)
+    ]  # fmt: skip

@@ -120,6 +120,16 @@ def test_the_gate_does_not_pass_on_too_few_seeds_or_unfinished_pilots():
     assert gate_record(registered, {})["candidates"][0]["reference_seeds"] == 0
 
 
+def test_the_gate_chooses_only_once_every_candidate_is_in():
+    registered = _registered()
+    first, second, third = (c["label"] for c in registered["candidates"])
+    done = {first: [_pilot(arm, s, 1e-4, 0.1, 0.5) for s in SEEDS for arm in ("valid_chain", "rlvr")]}
+    partial = {**done, second: [_pilot(arm, s, 5e-5, 0.1, 0.5) for s in SEEDS[:2] for arm in ("valid_chain", "rlvr")]}
+    gate = gate_record(registered, partial)
+    assert [row["passed"] for row in gate["candidates"]][0] and not gate["complete"]
+    assert not gate["passed"] and gate["chosen"] is None  # the other candidates may still serve RLVR better
+
+
 def test_a_pilot_that_shrank_is_marked_collapsed():
     figures = pilot_figures(_pilot("rlvr", 1, 1e-4, 0.1, 0.3, lengths=(40.0,) * 5 + (10.0,) * 5))
     assert figures["collapsed"] and not figures["moved"]
@@ -168,7 +178,7 @@ def test_reach_is_the_first_step_an_arms_mean_curve_meets_rlvrs_final_value():
 
 def test_certainty_default_follows_the_preregistered_rule():
     def pair(mean, low):
-        return {"prefix_hard": {"mean": mean, "ci95": [low, mean + 0.02], "seeds": [0, 1, 2]}}
+        return {"prefix_hard": {"mean": mean, "ci95": [low, mean + 0.02], "seeds": list(range(8))}}
 
     good = {"arena_live_random_certain": pair(0.01, -0.02), "arena_live_certain": pair(0.0, -0.02),
             "arena_live_noisy_certain": pair(0.01, -0.01)}  # fmt: skip
@@ -176,3 +186,6 @@ def test_certainty_default_follows_the_preregistered_rule():
     assert certainty_default({**good, "arena_live_random_certain": pair(-0.01, -0.03)})["on"] is False
     assert certainty_default({**good, "arena_live_noisy_certain": pair(0.0, -0.05)})["on"] is False
     assert certainty_default({k: v for k, v in good.items() if k != "arena_live_certain"})["on"] is None
+    early = {k: {"prefix_hard": {**v["prefix_hard"], "seeds": [0, 1]}} for k, v in good.items()}
+    verdict = certainty_default(early)  # fewer seeds than pre-registered: a provisional verdict, no decision
+    assert verdict["on"] is None and verdict["provisional"] is True

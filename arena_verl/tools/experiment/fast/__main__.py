@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         env = {**os.environ, "RUN_DIR": str(args.run_dir)}
         config = recipe_config(args.recipe, env, args.overrides)
         return FastTrainer(config, args.run_dir, log).fit()
-    except InputError as exc:
+    except (InputError, FileNotFoundError) as exc:  # a bad config or setting, an absent data or model file
         log(f"error: {exc}")
         return 2
 

@@ -4,7 +4,7 @@ a 2.5 s step in Python and dispatch; this takes about 0.3 s for 256 samples here
 
 Sampling is plain: temperature, no top-p or top-k (the rollout's settings in the experiment; anything else is
 refused by the caller). Rows are left-padded prompts; positions count from each row's first real token, as verl's
-rollout and actor see them. Greedy output equals ``generate``'s (``tests/unit/tools/test_fast_sampler.py``).
+rollout and actor see them. Greedy output equals ``generate``'s (``tests/integration/test_fast_trainer.py``).
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def _sample_batch(model, prompts, max_new_tokens, eos_token_id, pad_token_id, te
         if temperature > 0:  # a draw from softmax(logits / T) by its inverse CDF: one uniform number a row
             cdf = torch.softmax(logits.float() / temperature, dim=-1).cumsum(-1)
             uniform = torch.rand((len(cdf), 1), generator=generator) * cdf[:, -1:]
-            tokens = torch.searchsorted(cdf, uniform).squeeze(-1).clamp(max=cdf.shape[-1] - 1)
+            # right-sided: a draw of exactly 0 never lands on a token of probability 0
+            tokens = torch.searchsorted(cdf, uniform, right=True).squeeze(-1).clamp(max=cdf.shape[-1] - 1)
         else:
             tokens = logits.argmax(-1)
         for row, token in zip(rows.tolist(), tokens.tolist()):

@@ -37,7 +37,22 @@ from arena_verl.tools.experiment.fast.batch import PromptRow, Samples, read_rows
 from arena_verl.tools.experiment.fast.sampler import sample
 from arena_verl.tools.experiment.fast.update import PolicyUpdate, UpdateBatch
 
-__all__ = ["FastTrainer", "step_advantages"]
+__all__ = ["FastTrainer", "refuse_unsupported", "step_advantages"]
+
+
+def refuse_unsupported(config) -> None:
+    """What verl would do and the fast trainer does not: an InputError rather than a run that silently differs."""
+    algorithm, actor = config.algorithm, config.actor_rollout_ref.actor
+    if (algorithm.get("filter_groups") or {}).get("enable"):
+        raise InputError("the fast trainer has no DAPO dynamic sampling (algorithm.filter_groups.enable): use verl's")
+    if algorithm.get("use_kl_in_reward"):
+        raise InputError("the fast trainer has no reference policy: algorithm.use_kl_in_reward must be false")
+    if actor.get("use_kl_loss"):
+        raise InputError("the fast trainer has no reference policy: actor_rollout_ref.actor.use_kl_loss must be false")
+    if actor.get("loss_agg_mode") == "seq-mean-token-sum-norm" and actor.get("loss_scale_factor") is None:
+        raise InputError("seq-mean-token-sum-norm needs actor.loss_scale_factor in the fast trainer (it trims batches)")
+    if int(config.reward.get("arena", {}).get("num_referees", 1) or 1) != 1:
+        raise InputError("the fast trainer holds one referee in its process: reward.arena.num_referees must be 1")
 
 
 def _plain_sampling(where: str, node) -> float:
@@ -79,6 +94,7 @@ class FastTrainer:
         self.config, self.run_dir, self.log = config, Path(run_dir), log
         rollout = config.actor_rollout_ref.rollout
         self.n = int(rollout.n)
+        refuse_unsupported(config)
         self.temperature = _plain_sampling("actor_rollout_ref.rollout", rollout)
         self.val_n = int(rollout.val_kwargs.n)
         self.val_temperature = _plain_sampling("actor_rollout_ref.rollout.val_kwargs", rollout.val_kwargs)

@@ -16,8 +16,8 @@ one pass fewer). Rows whose advantage is zero everywhere are left out of the for
 loss depends on them (no entropy or KL term): their policy-loss gradient is zero, and the token count they add to
 ``token-mean`` is still counted, so the update is the same (a mini-batch with no such row still takes verl's
 optimizer step, on zero gradients); ``tests/integration/test_fast_update_tie.py`` ties it to ``FSDPEngine``. The
-clip fraction and KL figures are then over the trained rows only. Differences from a verl run: no mini-batch
-shuffling (``actor.shuffle`` is refused), no dynamic batch size, no sequence parallelism.
+clip fraction and KL figures are then over the trained rows only; the entropy is over every row. Differences from a
+verl run: no mini-batch shuffling (``actor.shuffle`` is refused), no dynamic batch size, no sequence parallelism.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from types import SimpleNamespace
 from typing import Any
 
 import torch
+
+from arena_verl.core.errors import InputError
 
 __all__ = ["UpdateBatch", "PolicyUpdate", "response_log_probs"]
 
@@ -96,9 +98,9 @@ class PolicyUpdate:
         from verl.workers.engine.fsdp.transformer_impl import FSDPEngine
 
         if actor_config.shuffle:
-            raise ValueError("the fast trainer takes mini-batches in order: set actor_rollout_ref.actor.shuffle=False")
+            raise InputError("the fast trainer takes mini-batches in order: set actor_rollout_ref.actor.shuffle=False")
         if actor_config.use_dynamic_bsz:
-            raise ValueError(
+            raise InputError(
                 "the fast trainer has no dynamic batch size: actor_rollout_ref.actor.use_dynamic_bsz=False"
             )
         self.model = model
@@ -147,9 +149,15 @@ class PolicyUpdate:
             old, entropy = self.log_probs(batch)
         else:
             old, entropy = old_log_probs, None
-        trained_entropy: list[tuple[float, float]] = []  # (entropy sum, tokens) of the rows trained, when on-policy
-        if on_policy and self.skip_zero_rows and not bool((batch.advantages * batch.response_mask).any()):
-            entropy = self.log_probs(batch)[1]  # no row will be trained: every row's entropy, as verl logs it
+        # (entropy sum, tokens) of every row when on-policy, as verl's log-prob pass logs it: the trained rows' from
+        # their training forward, the others' (zero advantage, no forward pass) from one without gradients, here
+        trained_entropy: list[tuple[float, float]] = []
+        if on_policy and self.skip_zero_rows:
+            idle = ((batch.advantages * batch.response_mask).abs().sum(-1) == 0).nonzero().squeeze(-1)
+            if len(idle):
+                idle_batch = batch.select(idle)
+                mask = idle_batch.response_mask.float()
+                trained_entropy.append((float((self.log_probs(idle_batch)[1] * mask).sum()), float(mask.sum())))
         sums: dict[str, list[float]] = {}
         self.model.train()
         for _ in range(self.config.ppo_epochs):
@@ -213,7 +221,7 @@ class PolicyUpdate:
         self.scheduler.step()
         figures = {name: sum(values) / len(values) for name, values in sums.items()}
         figures["actor/lr"] = self.scheduler.get_last_lr()[0]  # after the step, as verl's worker reports it
-        if trained_entropy:  # on-policy: over the rows trained (rows of zero advantage had no forward pass)
+        if trained_entropy:  # on-policy: every row's, from the two parts above
             tokens = sum(n for _, n in trained_entropy)
             figures["actor/entropy"] = sum(e for e, _ in trained_entropy) / max(tokens, 1.0)
         if entropy is not None:
