@@ -81,7 +81,6 @@ def step_advantages(data, algorithm, n: int):
 
 class FastTrainer:
     def __init__(self, config, run_dir: Path, log=print):
-        from omegaconf import OmegaConf
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from verl.trainer.ppo.reward import load_reward_manager
         from verl.utils.config import omega_conf_to_dataclass
@@ -116,9 +115,9 @@ class FastTrainer:
         self.order = np.random.default_rng(seed)
         self.shuffle = bool(config.data.get("shuffle", True))
         self._queue: list[int] = []
-        rollout_seed = rollout.get("seed")
-        self.generator = torch.Generator().manual_seed(int(rollout_seed if rollout_seed is not None else seed))
-        torch.manual_seed(int(rollout_seed if rollout_seed is not None else seed))
+        rollout_seed = int(rollout.seed) if rollout.get("seed") is not None else seed
+        self.generator = torch.Generator().manual_seed(rollout_seed)
+        torch.manual_seed(rollout_seed)
 
         settings = settings_from_config(config)
         self.referee = LocalRefereeClient(settings)
@@ -136,7 +135,6 @@ class FastTrainer:
         self.validation_dir = config.trainer.get("validation_data_dir")
         (self.run_dir / "metrics").mkdir(parents=True, exist_ok=True)
         self.metrics_path = self.run_dir / "metrics" / f"fast-{time.strftime('%Y%m%d-%H%M%S')}.jsonl"
-        self._container = OmegaConf.to_container
 
     # --- one step's parts -------------------------------------------------------------------------------------------
 
