@@ -8,7 +8,17 @@ import contextvars
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Trace", "Judge", "JudgeStats", "Reply", "CallRecord", "report_failed_attempt", "recording_call"]
+__all__ = [
+    "Trace",
+    "Judge",
+    "JudgeStats",
+    "Reply",
+    "CallRecord",
+    "report_failed_attempt",
+    "report_cost",
+    "counts_tokens",
+    "recording_call",
+]
 
 
 @dataclass(frozen=True)
@@ -40,14 +50,30 @@ class CallRecord:
     """What one judge call went through so far, written by the judge while the call runs and read by the tournament
     when it cuts the call (the completion grace, a cancelled group): a call cut after a failed attempt (it was
     waiting to retry) is a failure, one cut while the judge was still working on it without a failure is a dropped
-    straggler. A dead judge is then never mistaken for a slow one."""
+    straggler. A dead judge is then never mistaken for a slow one.
+
+    A caller that measures each call (``arena-verl audit-judge``) reads what the call cost from the same record: the
+    judge adds this call's share of its counters (:func:`report_cost`), so that calls in flight at once never mix
+    their counts."""
 
     failed_attempts: int = 0  # attempts that raised, timed out, or gave no readable verdict
+    count_tokens: bool = False  # the caller asks for tokens_in / tokens_out (a tokenization a request: not in training)
+    low_mass: int = 0  # probability reads of the call counted in JudgeStats.low_mass
+    tokens_in: int | None = None  # prompt tokens of its generations and reads, by the judge's count (None: not counted)
+    tokens_out: int | None = None  # tokens it generated (0: it only read probabilities)
+    prompt_tokens: int | None = None  # its share of JudgeStats.prompt_tokens (the engine's report; None: no report)
+    cached_tokens: int | None = None  # its share of JudgeStats.cached_tokens
+
+    def add(self, **counts: int) -> None:
+        """Add ``counts`` to the counters they name (a counter still None starts from 0)."""
+        for name, count in counts.items():
+            setattr(self, name, (getattr(self, name) or 0) + count)
 
 
-# The record of the call in progress: set by the tournament in the task that runs one call (the task's own context,
-# inherited by the tasks it starts), written by the judge. It flows up from judge to core and carries nothing to the
-# judge: the judge's inputs (the group among them) are its arguments.
+# The record of the call in progress: set by the caller (the tournament, the audit) in the task that runs one call
+# (the task's own context, inherited by the tasks it starts), written by the judge. It flows up from judge to caller
+# and carries nothing to the judge but whether to count tokens: the judge's inputs (the group among them) are its
+# arguments.
 _CALL_RECORD: contextvars.ContextVar[CallRecord | None] = contextvars.ContextVar("arena_judge_call", default=None)
 
 
@@ -62,6 +88,21 @@ def report_failed_attempt() -> None:
     record = _CALL_RECORD.get()
     if record is not None:
         record.failed_attempts += 1
+
+
+def report_cost(**counts: int) -> None:
+    """A judge adds what the call in progress cost to its record (:class:`CallRecord`'s counters: ``low_mass=1``,
+    ``prompt_tokens=...``, ``tokens_in=...``), as it adds them to its ``stats``. Outside a recorded call: nothing."""
+    record = _CALL_RECORD.get()
+    if record is not None:
+        record.add(**counts)
+
+
+def counts_tokens() -> bool:
+    """Whether the caller of the call in progress asks for its ``tokens_in`` / ``tokens_out`` (a judge that counts
+    them with its tokenizer does so only then)."""
+    record = _CALL_RECORD.get()
+    return record is not None and record.count_tokens
 
 
 class Reply(str):

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterable
 
 from arena_verl.core.counts import is_count
-from arena_verl.core.judge_protocol import JudgeStats, Trace, report_failed_attempt
+from arena_verl.core.judge_protocol import JudgeStats, Trace, counts_tokens, report_cost, report_failed_attempt
 from arena_verl.judge.prompting.hygiene import new_delimiter
 from arena_verl.judge.prompting.messages import build_pairwise_messages, build_pointwise_messages
 from arena_verl.judge.prompting.templates import check_judge_templates, load_template
@@ -123,9 +123,10 @@ class ModelJudge:
         if not is_count(prompt_tokens):
             return
         self.reports_usage = True
+        cached = min(cached_tokens, prompt_tokens) if is_count(cached_tokens) else 0
         self.stats.prompt_tokens += prompt_tokens
-        if is_count(cached_tokens):
-            self.stats.cached_tokens += min(cached_tokens, prompt_tokens)
+        self.stats.cached_tokens += cached
+        report_cost(prompt_tokens=prompt_tokens, cached_tokens=cached)  # the call's own share, for its caller
 
     def _note_traces(self, group: str | None, *texts) -> None:
         """Add each trace's tokens as shown (its count, at most ``max_trace_tokens``) to ``stats.trace_tokens``, once
@@ -218,7 +219,7 @@ class ModelJudge:
         s = self.settings
 
         async def read(continuation: str, at: LabelTargets):
-            probabilities = await self._with_retries(lambda: self._next_token_probs(messages, continuation, at, group))
+            probabilities = await self._with_retries(lambda: self._read_counted(messages, continuation, at, group))
             if probabilities is None:
                 raise _NoReading
             return probabilities
@@ -242,6 +243,7 @@ class ModelJudge:
             if reading is not None:
                 if is_low_mass(reading, s.low_mass_floor):
                     self.stats.low_mass += 1
+                    report_cost(low_mass=1)
                 return reading.outcome
             self.stats.parse_failures += 1
             report_failed_attempt()
@@ -249,7 +251,36 @@ class ModelJudge:
         return None
 
     async def _generate_with_retries(self, messages: list[dict], temperature: float, group: str | None) -> str | None:
-        return await self._with_retries(lambda: self._generate(messages, temperature, group))
+        return await self._with_retries(lambda: self._generate_counted(messages, temperature, group))
+
+    async def _generate_counted(self, messages: list[dict], temperature: float, group: str | None):
+        """One attempt of ``_generate``; when the call's caller counts tokens (:func:`counts_tokens`) and the judge
+        has a tokenizer, the prompt's tokens (counted before the attempt: a failed one read them too) and the
+        reply's go to the call's record."""
+        counting = self.count_tokens is not None and counts_tokens()
+        if counting:
+            report_cost(tokens_in=self.count_tokens(self._prompt_text(messages)))
+        reply = await self._generate(messages, temperature, group)
+        if counting and isinstance(reply, str):
+            report_cost(tokens_out=self.count_tokens(str(reply)))
+        return reply
+
+    async def _read_counted(self, messages: list[dict], continuation: str, targets: LabelTargets, group: str | None):
+        """One attempt of ``_next_token_probs``, counted as :meth:`_generate_counted` counts (the prompt goes on with
+        ``continuation``; a read generates no token)."""
+        if self.count_tokens is not None and counts_tokens():
+            report_cost(tokens_in=self.count_tokens(self._prompt_text(messages) + str(continuation)), tokens_out=0)
+        return await self._next_token_probs(messages, continuation, targets, group)
+
+    def _prompt_text(self, messages: list[dict]) -> str:
+        """The prompt as the judge's model reads it: through its chat template when the judge holds its tokenizer
+        (``self.tokenizer``), else the messages' text."""
+        tokenizer = getattr(self, "tokenizer", None)
+        if tokenizer is not None:
+            from arena_verl.judge.backends.transformers_backend import render_chat
+
+            return render_chat(tokenizer, messages)
+        return "\n\n".join(str(m.get("content", "")) for m in messages)
 
     async def _with_retries(self, attempt_call):
         """``attempt_call()``'s result, each attempt under the concurrency cap and ``timeout_s``; transient errors

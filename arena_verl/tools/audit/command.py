@@ -317,8 +317,8 @@ def _no_tokens_note(settings: JudgeSettings) -> str:
     if backend_of(settings).simulated:
         return "tokens: null (the SIMULATED judge reads no tokens)"
     return (
-        "tokens: null (this judge keeps no token counters and made no generation that could be counted with its "
-        "tokenizer)"
+        "tokens: null (this judge reported no token counts and made no generation or read that could be counted with "
+        "its tokenizer)"
     )
 
 

@@ -1,59 +1,49 @@
 """Judging the audit's pairs: each pair in both orders (``first`` shown first, then ``second``), at most
-``concurrency`` calls in flight, every call timed and its share of the judge's counters measured.
+``concurrency`` calls in flight, every call timed and what it cost measured.
 
-A call's outcome goes through :func:`~arena_verl.core.tournament.valid_outcome` (a number in [0, 1]; None, NaN, a
-bool or anything out of range is a call without a verdict), and whatever the judge raises, a timeout included, is a
-call without a verdict too (:func:`~arena_verl.core.tournament.contained`), as in training.
+Each call goes through :func:`~arena_verl.core.tournament.bounded_call`, the one helper that bounds and contains a judge
+call as training does: the call budget is its deadline, whatever the judge raises (a timeout included) is a call
+without a verdict, and so is an outcome that is no verdict (:func:`~arena_verl.core.tournament.valid_outcome`: a
+number in [0, 1]; None, NaN, a bool or anything out of range is not).
 
-**Per-call measures.** ``seconds``: wall-clock time of the call as the caller sees it. The judge's counters
-(:class:`~arena_verl.core.judge_protocol.JudgeStats`: ``low_mass``, and ``tokens_in`` / ``tokens_out`` where a judge
-keeps them) are shared by every call in flight, so each increment is credited to the call that made it: the stats
-object's class is swapped, for the run, for a subclass whose ``__setattr__`` adds each change of a counter to the
-current call's meter (a context variable, which asyncio copies into the tasks a call starts). Token counts, in this
-order:
+**Per-call measures.** ``seconds``: wall-clock time of the call as the caller sees it. The rest comes from the call's
+own record (:class:`~arena_verl.core.judge_protocol.CallRecord`, made the call's record with
+:func:`~arena_verl.core.judge_protocol.recording_call`, as the tournament does): the judge adds to it this call's share
+of its counters as it adds them to its ``stats`` (:func:`~arena_verl.core.judge_protocol.report_cost`), so calls in
+flight at once never mix their counts. ``low_mass``: the call's low-mass probability reads. ``prompt_tokens`` /
+``cached_tokens``: what the judge's engine reported reading and serving from its prefix cache, for a judge that
+``reports_usage`` (null otherwise). Token counts (``tokens_in`` / ``tokens_out``), asked of the judge for each call
+(``CallRecord.count_tokens``):
 
-1. the judge's own counters ``stats.tokens_in`` / ``stats.tokens_out`` (what the engine read and generated), where
-   its stats have them;
-2. else, for a model judge with a tokenizer (``count_tokens``): each generation's prompt (``_generate``: the messages
-   through the judge's chat template when the judge holds its tokenizer, else their text) and its reply, and each
-   probability read's prompt (``_next_token_probs``: the same, with the assistant turn's continuation; it generates
-   no token), counted with that tokenizer; a call that did neither has no count;
+1. a model judge with a tokenizer (``count_tokens``) counts each generation's prompt (the messages through the judge's
+   chat template when the judge holds its tokenizer, else their text) and its reply, and each probability read's
+   prompt (the same, with the assistant turn's continuation; it generates no token); a call that did neither has no
+   count;
+2. any other judge may report its own counts of the call (``report_cost(tokens_in=..., tokens_out=...)``);
 3. else none (the SIMULATED judge reads no tokens): the figures are null.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from arena_verl.core.counts import is_count
 from arena_verl.core.errors import InputError
-from arena_verl.core.judge_protocol import Trace
-from arena_verl.core.tournament import contained, valid_outcome
+from arena_verl.core.judge_protocol import CallRecord, Trace, recording_call
+from arena_verl.core.tournament import CallBounds, bounded_call
 from arena_verl.judge.factory import make_judge
 from arena_verl.settings import JudgeSettings
 from arena_verl.tools.audit.selection import PairToJudge
 from arena_verl.tools.common.judge_runs import ray_for_judge, run_workers
 
-__all__ = ["STATS_TOKEN_FIELDS", "CallMeasure", "Metering", "judge_pairs", "judge_pairs_with"]
+__all__ = ["TOKENIZER_SOURCE", "REPORTED_SOURCE", "CallMeasure", "measure_call", "judge_pairs", "judge_pairs_with"]
 
-STATS_TOKEN_FIELDS = ("tokens_in", "tokens_out")  # JudgeStats counters a backend may keep (prompt, generated)
-ENGINE_TOKEN_FIELDS = ("prompt_tokens", "cached_tokens")  # JudgeStats counters of a judge that reports_usage
-_CURRENT: ContextVar[_Meter | None] = ContextVar("arena_verl_audit_call", default=None)
-
-
-@dataclass
-class _Meter:
-    counters: dict[str, int] = field(default_factory=lambda: defaultdict(int))  # changes of the judge's counters
-    tokens_in: int | None = None  # measured with the judge's tokenizer (source 2)
-    tokens_out: int | None = None
+TOKENIZER_SOURCE = "the judge's tokenizer on each generation's prompt and reply and each read's prompt"
+REPORTED_SOURCE = "the judge's own counts of each call"
 
 
 @dataclass(frozen=True)
@@ -69,125 +59,25 @@ class CallMeasure:
     cached_tokens: int | None = None
 
 
-class Metering:
-    """Credits a judge's counters and token use to the call that caused them (see the module docstring), for the
-    duration of a ``with`` block; ``token_source`` says where token counts come from (None: nowhere)."""
-
-    def __init__(self, judge):
-        self.judge = judge
-        self.token_source: str | None = None
-        self._stats_class = None
-        self._wrapped: list[str] = []  # the judge's methods metered by an instance attribute (source 2)
-
-    def __enter__(self) -> Metering:
-        stats = getattr(self.judge, "stats", None)
-        if stats is not None and not getattr(type(stats), "_audit_attributed", False):
-            with contextlib.suppress(TypeError):  # a stats object whose class cannot be swapped: no per-call counts
-                original = type(stats)
-                stats.__class__ = _attributed(original)
-                self._stats_class = original
-        if getattr(self.judge, "name", None) == "simulated":
-            return self  # the SIMULATED judge reads no tokens
-        if stats is not None and all(hasattr(stats, name) for name in STATS_TOKEN_FIELDS):
-            self.token_source = "the judge's counters (stats.tokens_in, stats.tokens_out)"
-        elif callable(getattr(self.judge, "count_tokens", None)):
-            for name, metered in (("_generate", _metered_generate), ("_next_token_probs", _metered_read)):
-                if callable(getattr(self.judge, name, None)):  # an instance attribute: the method is untouched
-                    setattr(self.judge, name, metered(self.judge, getattr(self.judge, name)))
-                    self._wrapped.append(name)
-            if self._wrapped:
-                self.token_source = "the judge's tokenizer on each generation's prompt and reply and each read's prompt"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._stats_class is not None:
-            self.judge.stats.__class__ = self._stats_class
-        for name in self._wrapped:
-            delattr(self.judge, name)
-
-    async def call(self, run: Callable[[], Any], timeout_s: float, what: str) -> CallMeasure:
-        """Await one compare call (``run()``), bounded by ``timeout_s``, and measure it."""
-        meter = _Meter()
-        token = _CURRENT.set(meter)
-        started = time.perf_counter()
-        try:
-            outcome = await contained(asyncio.wait_for(run(), timeout_s), what)
-        finally:
-            seconds = time.perf_counter() - started
-            _CURRENT.reset(token)
-        if self.token_source is None:
-            tokens = (None, None)
-        elif self._wrapped:
-            tokens = (meter.tokens_in, meter.tokens_out)
-        else:
-            tokens = tuple(meter.counters.get(name, 0) for name in STATS_TOKEN_FIELDS)
-        engine = (None, None)
-        if getattr(self.judge, "reports_usage", False):  # the engine's counts of what it read and had cached
-            engine = tuple(meter.counters.get(name, 0) for name in ENGINE_TOKEN_FIELDS)
-        return CallMeasure(valid_outcome(outcome), seconds, meter.counters.get("low_mass", 0), *tokens, *engine)
+async def measure_call(judge, run: Callable[[], Any], timeout_s: float, what: str) -> CallMeasure:
+    """Await one compare call (``run()``) as a :func:`bounded_call` with the deadline ``timeout_s``, and measure it
+    (see the module docstring). Run it in the task that awaits it: the call's record is this task's."""
+    record = CallRecord(count_tokens=True)
+    recording_call(record)
+    started = time.perf_counter()
+    outcome = await bounded_call(run(), CallBounds(deadline_s=timeout_s), what)
+    seconds = time.perf_counter() - started
+    engine = (None, None)
+    if getattr(judge, "reports_usage", False):  # the engine's counts of what it read and had cached
+        engine = (record.prompt_tokens or 0, record.cached_tokens or 0)
+    return CallMeasure(outcome, seconds, record.low_mass, record.tokens_in, record.tokens_out, *engine)
 
 
-_ATTRIBUTED: dict[type, type] = {}
-
-
-def _attributed(stats_class: type) -> type:
-    """A subclass of ``stats_class`` (same layout, so ``__class__`` can be swapped) that credits every change of an
-    integer counter to the current call's meter."""
-    if stats_class not in _ATTRIBUTED:
-
-        def __setattr__(self, name: str, value: Any) -> None:
-            meter = _CURRENT.get()
-            before = getattr(self, name, None)
-            if meter is not None and is_count(value) and is_count(before):
-                meter.counters[name] += value - before
-            super(subclass, self).__setattr__(name, value)
-
-        subclass = type(
-            f"Attributed{stats_class.__name__}",
-            (stats_class,),
-            {"__slots__": (), "__setattr__": __setattr__, "_audit_attributed": True},
-        )
-        _ATTRIBUTED[stats_class] = subclass
-    return _ATTRIBUTED[stats_class]
-
-
-def _metered_generate(judge, generate):
-    """``generate`` counting its prompt's tokens and its reply's."""
-
-    async def metered(messages: list[dict], *args, **kwargs):
-        meter = _CURRENT.get()
-        if meter is not None:
-            meter.tokens_in = (meter.tokens_in or 0) + judge.count_tokens(_prompt_text(judge, messages))
-        reply = await generate(messages, *args, **kwargs)
-        if meter is not None and isinstance(reply, str):
-            meter.tokens_out = (meter.tokens_out or 0) + judge.count_tokens(str(reply))
-        return reply
-
-    return metered
-
-
-def _metered_read(judge, read):
-    """``read`` (a probability read after the assistant turn ``continuation``) counting its prompt's tokens."""
-
-    async def metered(messages: list[dict], continuation: str, *args, **kwargs):
-        meter = _CURRENT.get()
-        if meter is not None:
-            prompt = _prompt_text(judge, messages) + str(continuation)
-            meter.tokens_in = (meter.tokens_in or 0) + judge.count_tokens(prompt)
-            meter.tokens_out = meter.tokens_out or 0  # a read generates no token
-        return await read(messages, continuation, *args, **kwargs)
-
-    return metered
-
-
-def _prompt_text(judge, messages: list[dict]) -> str:
-    """The prompt as the judge's model reads it: through its chat template when the judge holds its tokenizer."""
-    tokenizer = getattr(judge, "tokenizer", None)
-    if tokenizer is not None:
-        from arena_verl.judge.backends.transformers_backend import render_chat
-
-        return render_chat(tokenizer, messages)
-    return "\n\n".join(str(m.get("content", "")) for m in messages)
+def token_source(judge, measures: list[CallMeasure]) -> str | None:
+    """Where the calls' token counts came from (None: no call has one)."""
+    if not any(m.tokens_in is not None or m.tokens_out is not None for m in measures):
+        return None
+    return TOKENIZER_SOURCE if callable(getattr(judge, "count_tokens", None)) else REPORTED_SOURCE
 
 
 # --------------------------------------------------------------------------------------------------------- runs
@@ -224,23 +114,22 @@ def judge_pairs_with(
     from tqdm import tqdm
 
     total = len(todo) if total is None else total
-    with (
-        Metering(judge) as metering,
-        tqdm(total=total, initial=total - len(todo), unit="pair", desc="audit", disable=None) as progress,
-    ):
-        asyncio.run(_judge_all(iter(todo), judge, metering, call_timeout_s, concurrency, write, progress))
-        return metering.token_source
+    measures: list[CallMeasure] = []
+    with tqdm(total=total, initial=total - len(todo), unit="pair", desc="audit", disable=None) as progress:
+        asyncio.run(_judge_all(iter(todo), judge, call_timeout_s, concurrency, write, progress, measures))
+    return token_source(judge, measures)
 
 
-async def _judge_all(pending: Iterator[PairToJudge], judge, metering, timeout_s, concurrency, write, progress):
+async def _judge_all(pending: Iterator[PairToJudge], judge, timeout_s, concurrency, write, progress, measures):
     async def handle(pair: PairToJudge) -> None:
         group, tag = pair.group, f"{pair.group.step}/{pair.group.key}"
-        measures = []
+        calls = []
         for shown_first, shown_second in ((pair.first, pair.second), (pair.second, pair.first)):
             a, b = Trace(group.responses[shown_first]), Trace(group.responses[shown_second])
             call = functools.partial(judge.compare, group.problem, a, b, group.reference, task=group.task, group=tag)
-            measures.append(await metering.call(call, timeout_s, f"judge call ({pair.id}, {shown_first} first)"))
-        write(pair, tuple(measures), judge)
+            calls.append(await measure_call(judge, call, timeout_s, f"judge call ({pair.id}, {shown_first} first)"))
+        measures.extend(calls)
+        write(pair, tuple(calls), judge)
         progress.update(1)
 
     await run_workers(pending, handle, concurrency, judge)

@@ -15,6 +15,7 @@ import time
 import zlib
 from typing import Any
 
+from arena_verl.backend_registry import backend_of
 from arena_verl.core.options import TournamentOptions
 from arena_verl.core.referee.metrics import position_figures
 from arena_verl.core.routing import tournament_rewards
@@ -80,14 +81,18 @@ def judge_groups(
 
 async def _judge_all(todo, judge, judge_settings, settings, concurrency: int, out: ScoreFile, progress) -> None:
     async def handle(group: DumpGroup) -> None:
-        out.append(await score_group(group, judge, settings, judge_settings.call_budget_s))
+        simulated = backend_of(judge_settings).simulated
+        out.append(await score_group(group, judge, settings, judge_settings.call_budget_s, simulated=simulated))
         progress.update(1)
 
     await run_workers(todo, handle, concurrency, judge)
 
 
-async def score_group(group: DumpGroup, judge, settings: dict[str, Any], call_timeout_s: float) -> dict[str, Any]:
-    """One group's tournament with ``judge``, scheduled as training schedules it; the score file's line for it."""
+async def score_group(
+    group: DumpGroup, judge, settings: dict[str, Any], call_timeout_s: float, *, simulated: bool
+) -> dict[str, Any]:
+    """One group's tournament with ``judge``, scheduled as training schedules it; the score file's line for it.
+    ``simulated``: whether the judge is a SIMULATED one (the registry's fact of its backend), written on the line."""
     calls: list[list] = []  # [first, second, outcome] in call order
     tag = f"{group.step}/{group.key}"
 
@@ -114,7 +119,7 @@ async def score_group(group: DumpGroup, judge, settings: dict[str, Any], call_ti
         "group": group.key,
         **settings,
         "judge_backend": judge.name,
-        "simulated": judge.name == "simulated",
+        "simulated": simulated,
         "samples": len(group.responses),
         "sample_digests": [response_digest(text) for text in group.responses],
         "verifier_reward": group.verifier_rewards[0],

@@ -1,12 +1,13 @@
 """What the judge's engine computed, counted: prompt tokens and prefix-cache hits as a vLLM engine or an
-OpenAI-compatible server reports them (garbage left out), and each judged trace's tokens once per group."""
+OpenAI-compatible server reports them (garbage left out), each judged trace's tokens once per group, and each call's
+own share in the call's record (with its tokens, when the caller asks)."""
 
 import asyncio
 from types import SimpleNamespace
 
 import pytest
 
-from arena_verl.core.judge_protocol import Trace
+from arena_verl.core.judge_protocol import CallRecord, Trace, recording_call
 from arena_verl.judge.backends.model_judge import ModelJudge
 from arena_verl.judge.backends.openai_backend import reported_usage
 from arena_verl.judge.backends.vllm_backend import usage
@@ -94,3 +95,31 @@ def test_a_judge_without_a_tokenizer_counts_no_trace_tokens():
     judge.count_tokens = None  # budgets in bytes: no token figure
     asyncio.run(judge.compare("p", Trace("one two"), Trace("three"), group="g"))
     assert judge.stats.trace_tokens == 0
+
+
+def test_each_call_record_gets_its_calls_own_counts_and_token_counts_only_when_its_caller_asks():
+    class Prompts(Words):
+        async def _generate(self, messages, temperature, group=None):
+            self.words = len("\n\n".join(m["content"] for m in messages).split())
+            await asyncio.sleep(0)  # the other call runs in between
+            return await super()._generate(messages, temperature, group)
+
+    judge = Prompts()
+
+    async def call(record: CallRecord | None):
+        if record is not None:
+            recording_call(record)
+        return await judge.compare("What is 1 + 1?", Trace("two, it is"), Trace("three"))
+
+    async def scenario():
+        asked, training = CallRecord(count_tokens=True), CallRecord()  # training's tournament asks for no tokens
+        assert await asyncio.gather(call(asked), call(training)) == [1.0, 1.0]  # each in a task of its own
+        return asked, training
+
+    asked, training = asyncio.run(scenario())
+    assert (asked.prompt_tokens, asked.cached_tokens) == (training.prompt_tokens, training.cached_tokens) == (30, 12)
+    assert (judge.stats.prompt_tokens, judge.stats.cached_tokens) == (60, 24)
+    assert (asked.tokens_in, asked.tokens_out) == (judge.words, 1)  # the prompt's words; "[[A]]"
+    assert (training.tokens_in, training.tokens_out) == (None, None)
+    assert asked.low_mass == training.low_mass == 0
+    assert asyncio.run(call(None)) == 1.0 and judge.stats.prompt_tokens == 90  # no record: the stats only

@@ -1,19 +1,19 @@
 """``arena-verl audit-judge`` on a hand-made V1 dump with scripted judges: which pairs it judges, each figure of
 summary.json checked exactly (an always-first judge, an oracle, a soft judge, a cyclic judge, a judge that fails
-some calls), per-call counters credited to their own call under concurrency, and the report's files."""
+some calls), per-call costs credited to their own call under concurrency (each call's record, never the judge's
+shared counters), and the report's files."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import re
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
-from arena_verl.core.judge_protocol import JudgeStats, Reply
+from arena_verl.core.judge_protocol import JudgeStats, Reply, report_cost
 from arena_verl.evaluation.audit import FIGURE_KEYS, LABELLED, SAME_OUTCOME
 from arena_verl.judge.backends.model_judge import ModelJudge
 from arena_verl.settings import JudgeSettings
@@ -230,6 +230,7 @@ def test_low_mass_calls_are_credited_to_their_own_call_under_concurrency(dump, t
             await asyncio.sleep(0)
             if session(first.text) % 2 == 0:
                 self.stats.low_mass += 1
+                report_cost(low_mass=1)  # into this call's record
             await asyncio.sleep(0)  # the other calls' increments land while this one is in flight
             return 0.5
 
@@ -239,23 +240,18 @@ def test_low_mass_calls_are_credited_to_their_own_call_under_concurrency(dump, t
         shown_first = (line["first"], line["second"])
         assert line["low_mass"] == [int(position % 2 == 0) for position in shown_first], line["pair"]
     assert summary["calls_low_mass"] == judge.stats.low_mass == sum(sum(line["low_mass"]) for line in lines) > 0
-    assert type(judge.stats) is JudgeStats  # the stats class is swapped back after the run
+    assert type(judge.stats) is JudgeStats  # the audit never touches the judge's stats
 
 
-def test_token_counters_of_the_judge_are_credited_per_call(dump, tmp_path, monkeypatch):
-    @dataclass
-    class CountingStats(JudgeStats):
-        tokens_in: int = 0
-        tokens_out: int = 0
-
+def test_token_counts_the_judge_reports_are_credited_per_call(dump, tmp_path, monkeypatch):
     class Counting(Script):
         async def compare(self, problem, first, second, reference=None, *, task="math", group=None):
-            self.stats.tokens_in += len(first.text) + len(second.text)
-            await asyncio.sleep(0)
-            self.stats.tokens_out += session(first.text) + 1
+            report_cost(tokens_in=len(first.text) + len(second.text))
+            await asyncio.sleep(0)  # the other calls' counts land while this one is in flight
+            report_cost(tokens_out=session(first.text) + 1)
             return 1.0
 
-    summary, lines = run_audit(dump, tmp_path, monkeypatch, Counting(None, CountingStats()), "--concurrency", "8")
+    summary, lines = run_audit(dump, tmp_path, monkeypatch, Counting(None), "--concurrency", "8")
     texts = {}
     for line in lines:
         first, second = line["first"], line["second"]
@@ -266,7 +262,7 @@ def test_token_counters_of_the_judge_are_credited_per_call(dump, tmp_path, monke
     assert summary["tokens_in_per_call"] == float(Fraction(sum(calls), len(calls)))
     outs = [n for line in lines for n in line["tokens_out"]]
     assert summary["tokens_out_per_call"] == float(Fraction(sum(outs), len(outs)))
-    assert summary["run"]["tokens_from"].startswith("the judge's counters")
+    assert summary["run"]["tokens_from"] == judging.REPORTED_SOURCE
 
 
 def test_a_model_judge_without_token_counters_is_counted_with_its_tokenizer(dump, tmp_path, monkeypatch):
@@ -287,43 +283,41 @@ def test_a_model_judge_without_token_counters_is_counted_with_its_tokenizer(dump
     assert all(line["tokens_out"] == [7, 7] for line in lines)  # one generation per call, 7 words
     assert sorted(n for line in lines for n in line["tokens_in"]) == sorted(judge.prompts)
     assert summary["tokens_out_per_call"] == 7.0 and summary["first_position_preference"] == 1.0
-    assert "_generate" not in vars(judge)  # the wrapper is gone after the run
-    assert summary["run"]["tokens_from"].startswith("the judge's tokenizer")
+    assert "_generate" not in vars(judge)  # nothing of the judge is replaced
+    assert summary["run"]["tokens_from"] == judging.TOKENIZER_SOURCE
 
 
-def test_a_probability_read_counts_its_prompt_and_no_generated_token(dump, tmp_path, monkeypatch):
-    class Reader(Script):
-        """Reads its verdict from next-token probabilities (one read per call, no generation)."""
+def test_a_probability_read_counts_its_prompt_and_no_generated_token_and_its_low_mass(dump, tmp_path, monkeypatch):
+    class Reader(ModelJudge):
+        """Reads its verdict from next-token probabilities (one read per call, no generation); the labels get little
+        mass (low-mass) when the first-shown trace's session is even."""
 
-        def count_tokens(self, text):
-            return len(text.split())
+        name = "reader"
+
+        def __init__(self):
+            super().__init__(JudgeSettings(verdict="probability"), count_tokens=lambda text: len(text.split()))
+            self.prompts: dict[tuple[int, int], int] = {}  # (first, second shown): the read's prompt, in words
 
         async def _generate(self, messages, temperature, group=None):
             raise AssertionError("a probability read generates nothing")
 
         async def _next_token_probs(self, messages, continuation, targets, group=None):
-            await asyncio.sleep(0)
-            return {"A": 0.75, "B": 0.25}
+            text = "\n\n".join(m["content"] for m in messages)
+            shown = tuple(int(n) for n in _SESSION.findall(text))
+            self.prompts[shown] = len((text + continuation).split())
+            await asyncio.sleep(0)  # the other calls' counts land while this one is in flight
+            return {"A": 0.75, "B": 0.25} if shown[0] % 2 else {"A": 0.09375, "B": 0.03125}  # mass < low_mass_floor
 
-        async def compare(self, problem, first, second, reference=None, *, task="math", group=None):
-            messages = [{"role": "user", "content": f"{first.text} versus {second.text}"}]
-            probabilities = await self._next_token_probs(messages, "Verdict: [[", None)
-            return probabilities["A"] / (probabilities["A"] + probabilities["B"])
-
-    judge = Reader(None)
+    judge = Reader()
     summary, lines = run_audit(dump, tmp_path, monkeypatch, judge, "--concurrency", "4")
-    responses = {}
-    for path in dump.glob("*.jsonl"):
-        for record in map(json.loads, path.read_text().splitlines()):
-            uid, position, _ = record["uid"].rsplit("_", 2)
-            responses[(record["step"], f"uid {uid}", int(position))] = len(record["output"].split())
     for line in lines:
-        words = [responses[(line["step"], line["group"], line[side])] for side in ("first", "second")]
-        # both traces, "versus" and the continuation, which goes on right after the prompt ("...}.Verdict: [[")
-        assert line["tokens_in"] == [sum(words) + 2] * 2
+        first, second = line["first"], line["second"]
+        assert line["tokens_in"] == [judge.prompts[(first, second)], judge.prompts[(second, first)]] > [0, 0]
         assert line["tokens_out"] == [0, 0] and line["outcomes"] == [0.75, 0.75]
+        assert line["low_mass"] == [int(first % 2 == 0), int(second % 2 == 0)], line["pair"]
     assert summary["tokens_out_per_call"] == 0.0 and summary["first_position_preference"] == 0.75
-    assert "_next_token_probs" not in vars(judge) and "_generate" not in vars(judge)
+    assert summary["calls_low_mass"] == judge.stats.low_mass == sum(sum(line["low_mass"]) for line in lines) > 0
+    assert summary["run"]["tokens_from"] == judging.TOKENIZER_SOURCE
 
 
 def test_summary_keys_report_files_and_the_console_line(dump, tmp_path, monkeypatch, capsys):
@@ -347,25 +341,33 @@ def test_summary_keys_report_files_and_the_console_line(dump, tmp_path, monkeypa
 
 
 def test_the_engines_prompt_and_cached_tokens_are_credited_per_call(dump, tmp_path, monkeypatch):
-    class Engine(Script):
-        """Reports, per call, a prompt of the two texts' lengths and a cache hit of the first-shown one's."""
+    class Engine(ModelJudge):
+        """Its engine reports, per generation, a prompt of 1000 + 10 * first + second tokens (the sessions shown)
+        and a cache hit of 100 * first of them."""
 
-        reports_usage = True
+        name = "engine"
 
-        async def compare(self, problem, first, second, reference=None, *, task="math", group=None):
-            self.stats.prompt_tokens += len(first.text) + len(second.text)
+        def __init__(self):
+            super().__init__(JudgeSettings(parse_retries=0))
+
+        async def _generate(self, messages, temperature, group=None):
+            first, second = (int(n) for n in _SESSION.findall("\n\n".join(m["content"] for m in messages)))
             await asyncio.sleep(0)  # the other calls' counts land while this one is in flight
-            self.stats.cached_tokens += len(first.text)
-            return 1.0
+            self.count_usage(1000 + 10 * first + second, 100 * first)
+            return Reply("[[A]]")
 
-    summary, lines = run_audit(dump, tmp_path, monkeypatch, Engine(None), "--concurrency", "8")
+    judge = Engine()
+    summary, lines = run_audit(dump, tmp_path, monkeypatch, judge, "--concurrency", "8")
     for line in lines:
-        assert line["prompt_tokens"][0] == line["prompt_tokens"][1] > 0
-        assert 0 < line["cached_tokens"][0] < line["prompt_tokens"][0], line
+        first, second = line["first"], line["second"]
+        assert line["prompt_tokens"] == [1000 + 10 * first + second, 1000 + 10 * second + first], line
+        assert line["cached_tokens"] == [100 * first, 100 * second], line
     prompts = [n for line in lines for n in line["prompt_tokens"]]
     cached = [n for line in lines for n in line["cached_tokens"]]
+    assert sum(prompts) == judge.stats.prompt_tokens and sum(cached) == judge.stats.cached_tokens > 0
     assert summary["prompt_tokens_per_call"] == float(Fraction(sum(prompts), len(prompts)))
     assert summary["cached_tokens_per_call"] == float(Fraction(sum(cached), len(cached)))
+    assert summary["tokens_in_per_call"] is None  # no tokenizer: no count of its own
 
 
 def test_a_judge_that_reports_no_usage_has_null_engine_tokens_and_old_pairs_files_still_resume(
