@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_verl.backend_registry import backend_of
-from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError, guarded
+from arena_verl.core.errors import EXIT_OK, InputError, guarded
 from arena_verl.core.names import VERDICT_MODES
 from arena_verl.data.dump_notes import blank_line_note, disagreement_note, duplicate_note
 from arena_verl.evaluation.audit import audit_figures
@@ -32,11 +32,12 @@ from arena_verl.evaluation.verified import DIFFERING_COPIES
 from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec, judge_spec
 from arena_verl.settings import ArenaSettings, JudgeSettings
 from arena_verl.tools.audit.judging import CallMeasure, judge_pairs
-from arena_verl.tools.audit.pairs_file import PAIRS_FILE, PairsFile, PairsInputError, PairsWriteError, audited
+from arena_verl.tools.audit.pairs_file import PAIRS_FILE, PairsFile, PairsInputError, audited
 from arena_verl.tools.audit.report import write_report
 from arena_verl.tools.audit.selection import AuditDump, PairToJudge, read_audit_groups, select_pairs
 from arena_verl.tools.common.dump_groups import response_digest
 from arena_verl.tools.common.options import add_data, add_verification, check_verification, scoring_options
+from arena_verl.tools.common.resuming import ResumableRun
 
 __all__ = ["DEFAULT_MAX_PAIRS", "configure_parser", "main", "run"]
 
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     simulated = backend_of(judge_settings).simulated
     out = PairsFile(args.out / PAIRS_FILE)
     token_source = None
-    try:
+    with ResumableRun(out, units="pairs", done="judged") as resumable:
         out.open(settings)  # before the dump: a locked file or other settings fail at once
         with Scorer(scoring_options(args)) as scorer:
             found = read_audit_groups(dump, scorer, args.data)
@@ -138,34 +139,17 @@ def run(args: argparse.Namespace) -> int:
                 print(f"warning: {warning}", file=sys.stderr)
         if simulated:
             print(SIMULATED_NOTE, file=sys.stderr)
-        if out.repaired:
-            print(
-                f"{out.path}: dropped a torn last line ({out.repaired} bytes) left by an interrupted run",
-                file=sys.stderr,
-            )
         todo = [pair for pair in pairs if pair.id not in out.by_pair]
-        if len(todo) < len(pairs):
-            print(f"{out.path}: {len(pairs) - len(todo)} pairs already judged; {len(todo)} to go", file=sys.stderr)
+        resumable.note_resumed(already=len(pairs) - len(todo), todo=len(todo))
         if todo:
 
             def write(pair: PairToJudge, calls: tuple[CallMeasure, CallMeasure], judge) -> None:
                 backend = getattr(judge, "name", str(judge_settings.backend))
                 out.append(pair_record(pair, calls, settings, backend, simulated=simulated))
 
-            try:
-                token_source = judge_pairs(todo, judge_settings, args.concurrency, write, total=len(pairs))
-            except PairsWriteError as exc:  # a full disk: whole lines stay, a torn last one is dropped on the rerun
-                print(
-                    f"error: {exc}; {len(out.lines)} pairs are in the file and nothing judged is lost: free space and "
-                    "rerun the same command to continue",
-                    file=sys.stderr,
-                )
-                return EXIT_FAILED
-    except KeyboardInterrupt:
-        print(f"interrupted: {len(out.lines)} pairs in {out.path}; rerun the same command to resume", file=sys.stderr)
-        return 130
-    finally:
-        out.close()
+            token_source = judge_pairs(todo, judge_settings, args.concurrency, write, total=len(pairs))
+    if resumable.exit_code is not None:
+        return resumable.exit_code
     judged = [audited(out.by_pair[pair.id]) for pair in pairs]
     figures = audit_figures(judged)
     if figures["calls"] and figures["calls_without_verdict"] == figures["calls"]:

@@ -21,19 +21,15 @@ other groups, and a larger ``max_pairs`` with the same seed takes a superset (a 
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from arena_verl.core.routing import is_uniform
-from arena_verl.data.dumps import TruthDisagreement
 from arena_verl.evaluation.audit import LABELLED, SAME_OUTCOME
 from arena_verl.evaluation.scoring import Scorer
-from arena_verl.evaluation.verified import NO_GROUND_TRUTH, read_verified
-from arena_verl.tools.common.dump_groups import ARENA, DumpGroup, dump_group, file_identity
+from arena_verl.tools.common.dump_groups import DumpGroup, DumpTally, verified_groups
 
 __all__ = ["AuditDump", "PairToJudge", "read_audit_groups", "select_pairs"]
 
@@ -58,47 +54,19 @@ def pair_id(kind: str, step: int | None, group: str, first: int, second: int) ->
 
 
 @dataclass
-class AuditDump:
-    """The groups of a dump that an audit can use, and what was left out."""
+class AuditDump(DumpTally):
+    """What reading a dump found (the one tally, :class:`~arena_verl.tools.common.dump_groups.DumpTally`), and the
+    groups an audit can use."""
 
-    diverse: list[DumpGroup] = field(default_factory=list)
-    non_diverse: list[DumpGroup] = field(default_factory=list)
-    groups: int = 0
-    files: int = 0
-    single: int = 0  # groups of one sample
-    not_verified: Counter = field(default_factory=Counter)  # why -> groups
-    disagreements: list[TruthDisagreement] = field(default_factory=list)
-    duplicates: list = field(default_factory=list)  # DuplicateUid
-    blank_lines: list = field(default_factory=list)  # BlankLines of each step file (skipped)
-    identities: dict[int | None, str] = field(default_factory=dict)  # step -> file_identity of its file
+    diverse_groups: list[DumpGroup] = field(default_factory=list)
+    non_diverse_groups: list[DumpGroup] = field(default_factory=list)
 
 
 def read_audit_groups(dump: str | Path, scorer: Scorer, data: list) -> AuditDump:
     """Every step file of ``dump`` through the one dump reader, split into diverse and non-diverse groups."""
     found = AuditDump()
-    for verified in read_verified(dump, scorer, data=data):
-        found.files += 1
-        found.disagreements += verified.disagreements
-        found.duplicates += verified.duplicates
-        found.blank_lines += verified.blank_lines
-        disagreeing = {d.line for d in verified.disagreements}
-        identity = file_identity(verified.file.path)
-        found.identities[verified.file.step] = identity
-        for group in verified.groups:
-            found.groups += 1
-            if group.correct is None:
-                why = group.unverified_because
-                found.not_verified[
-                    "no ground truth (gts) to verify against" if why == NO_GROUND_TRUTH else f"{group.kind}: {why}"
-                ] += 1
-                continue
-            judged = dump_group(group, verified.file.joined, group.prompt.line in disagreeing, identity)
-            if len(judged.responses) < 2:
-                found.single += 1
-            elif is_uniform(judged.verifier_rewards, ARENA.diversity_tol):
-                found.non_diverse.append(judged)
-            else:
-                found.diverse.append(judged)
+    for group, diverse in verified_groups(dump, scorer, data, found):
+        (found.diverse_groups if diverse else found.non_diverse_groups).append(group)
     return found
 
 
@@ -106,10 +74,11 @@ def select_pairs(dump: AuditDump, max_pairs: int, seed: int) -> list[PairToJudge
     """At most ``max_pairs`` labelled pairs and at most ``max_pairs`` same-outcome pairs (see the module docstring):
     the labelled ones first, each kind in the order taken."""
     labelled = _round_robin(
-        [_labelled_candidates(group, _rng(seed, LABELLED, group)) for group in _order(dump.diverse, seed)], max_pairs
+        [_labelled_candidates(group, _rng(seed, LABELLED, group)) for group in _order(dump.diverse_groups, seed)],
+        max_pairs,
     )
     same = _round_robin(
-        [_triple_candidates(group, _rng(seed, SAME_OUTCOME, group)) for group in _order(dump.non_diverse, seed)],
+        [_triple_candidates(group, _rng(seed, SAME_OUTCOME, group)) for group in _order(dump.non_diverse_groups, seed)],
         max_pairs,
     )
     return labelled + same

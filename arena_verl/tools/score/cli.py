@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from arena_verl.backend_registry import backend_of
-from arena_verl.core.errors import EXIT_FAILED, EXIT_OK, InputError, guarded
+from arena_verl.core.errors import EXIT_OK, InputError, guarded
 from arena_verl.core.names import FIXED_COUNT_STRATEGIES, VERDICT_MODES
 from arena_verl.core.tournament import STRATEGIES
 from arena_verl.data.dump_notes import blank_line_note, disagreement_note, duplicate_note
@@ -24,10 +24,11 @@ from arena_verl.tools.common.options import (
     check_workers,
     scoring_options,
 )
+from arena_verl.tools.common.resuming import ResumableRun
 from arena_verl.tools.score.groups import DumpSummary, describe_dump, dump_identities, read_dump_groups
 from arena_verl.tools.score.judging import judge_groups
 from arena_verl.tools.score.report import compare_runs, render_comparison, render_report, summarise
-from arena_verl.tools.score.score_file import ScoreFile, ScoreInputError, ScoreWriteError, read_score_file
+from arena_verl.tools.score.score_file import ScoreFile, ScoreInputError, read_score_file
 
 __all__ = ["configure_parser", "run", "main"]
 
@@ -78,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     """Score the dump into ``--out``; bad input raises :class:`InputError` (``guarded``: one line, exit 2)."""
     out = ScoreFile(args.out)
-    try:
+    with ResumableRun(out, units="groups", done="scored", notes=sys.stdout) as resumable:
         try:
             judge_settings = judge_settings_from_spec(args.judge, verdict=args.verdict)
             _check_options(args)
@@ -116,26 +117,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"warning: {note}", file=sys.stderr)
         if backend_of(judge_settings).simulated:
             print(SIMULATED_NOTE)
-        if out.repaired:
-            print(f"{args.out}: dropped a torn last line ({out.repaired} bytes) left by an interrupted run")
         todo = [g for g in groups if (g.step, g.key) not in out.done]
-        if out.done:
-            print(f"{args.out}: {len(out.done)} groups already scored; {len(todo)} to go")
+        resumable.note_resumed(already=len(out.done), todo=len(todo))
         if todo:
-            try:
-                judge_groups(todo, judge_settings, settings, args.concurrency, out, total=len(out.done) + len(todo))
-            except ScoreWriteError as exc:  # a full disk: whole lines stay, a torn last one is dropped on the rerun
-                print(
-                    f"error: {exc}; {len(out.lines)} groups are in the file and nothing scored is lost: free space "
-                    "and rerun the same command to continue",
-                    file=sys.stderr,
-                )
-                return EXIT_FAILED
-    except KeyboardInterrupt:
-        print(f"interrupted: {len(out.lines)} groups in {args.out}; rerun the same command to resume", file=sys.stderr)
-        return 130
-    finally:
-        out.close()
+            judge_groups(todo, judge_settings, settings, args.concurrency, out, total=len(out.done) + len(todo))
+    if resumable.exit_code is not None:
+        return resumable.exit_code
     print(render_report(summarise(out.lines), settings))
     if other is not None:
         print(render_comparison(compare_runs(out.lines, other), args.out, args.compare))
