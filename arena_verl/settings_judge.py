@@ -1,30 +1,165 @@
-"""The judge's block of the settings (``reward.arena.judge.*``, :class:`~arena_verl.settings.JudgeSettings`): its
-checks at start-up, each backend's own read from the registry (:mod:`arena_verl.backend_registry`), and how long one
-judge call may take. The checks :mod:`arena_verl.settings` shares (``_in_range``, ``_one_of``) are written here."""
+"""The judge's block of the settings, ``reward.arena.judge.*``: :class:`JudgeSettings`, its common keys and the
+chosen backend's own options (``options``, a part declared with the backend's registry entry:
+:mod:`arena_verl.backend_registry`), and how long one judge call may take."""
 
 from __future__ import annotations
 
-import keyword
-import math
-import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
-from arena_verl.backend_registry import backend_of, required_fields
-from arena_verl.core.names import PROBABILITY_READS_PER_VERDICT
+from arena_verl.backend_registry import backend_names, backend_of, option_types
+from arena_verl.core.fields import DAY_S, Part, chosen_part, key_fields, read_part, setting
+from arena_verl.core.names import PROBABILITY_READS_PER_VERDICT, VERDICT_MODES
 
-if TYPE_CHECKING:
-    from arena_verl.settings import JudgeSettings
+__all__ = ["JudgeSettings", "judge_settings", "judge_call_bound_s", "call_bound_text", "MAX_RETRIES"]
 
-__all__ = ["PYTHON_JUDGE_ARGUMENTS", "validate_judge", "judge_call_bound_s", "call_bound_text"]
+_KEY = "reward.arena.judge"
+MAX_RETRIES = 100  # the call budget doubles its backoff with each retry
 
-_DAY_S = 86_400.0
-_PREFIX = "reward.arena"
-_MAX_RETRIES = 100
-# judge.callable: a dotted module path, a colon, a function name.
-_CALLABLE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*", re.ASCII)
-# Keyword arguments the python backend passes itself: callable_kwargs may not name them.
-PYTHON_JUDGE_ARGUMENTS = ("problem", "first", "second", "trace")
+
+@dataclass(frozen=True)
+class JudgeSettings(Part):
+    """``reward.arena.judge.*``: which judge, its prompts, how hard to try before a call counts as failed, and the
+    backend's own options (``options``: the keys of ``backend``'s registry entry, beside these)."""
+
+    PREFIX = _KEY
+    backend: str = setting("simulated", choices=backend_names, help="which judge ([judges](judges.md))")
+    # Prompts (model-backed judges).
+    pairwise_template: str | None = setting(
+        None,
+        help="null: by task (math, code, generic); or a built-in name or a template file, checked at start-up "
+        "(readable, with `{first}` and `{second}`)",
+    )
+    pointwise_template: str = setting(
+        "pointwise", help="built-in name or template file, checked at start-up (readable, with `{trace}`)"
+    )
+    show_reference: bool = setting(
+        False, help="show the reference answer to the judge (routed groups share one verifier outcome)"
+    )
+    max_trace_tokens: int = setting(
+        4096, low=1, help="per trace, head and tail kept (judge tokenizer; without one, UTF-8 bytes)"
+    )
+    verdict: str = setting(
+        "generate",
+        choices=VERDICT_MODES,
+        help="`generate`: a generated verdict, parsed; `probability`: the labels' next-token probabilities at the "
+        "verdict position, renormalised, give an outcome in [0, 1] (a backend that cannot read them refuses it)",
+    )
+    think_first: bool = setting(
+        False, help="probability mode: generate the reasoning (up to `max_new_tokens`) before the verdict position"
+    )
+    low_mass_floor: float = setting(
+        0.5,
+        low=0.0,
+        high=1.0,
+        help="probability mode: a call whose labels get less probability mass than this is counted as low-mass",
+    )
+    # Calls.
+    max_concurrency: int = setting(
+        32,
+        low=1,
+        help="calls in flight per judge pool: the referee shards share it (each takes "
+        "`ceil(max_concurrency / num_referees)`)",
+    )
+    timeout_s: float = setting(
+        120.0, low=0.0, high=DAY_S, low_open=True, help="one generation (python: one call of the function, not retried)"
+    )
+    retries: int = setting(
+        2,
+        low=0,
+        high=MAX_RETRIES,
+        help="transient errors (timeouts, HTTP 5xx and 429, a dead engine): retries with exponential backoff "
+        "(`arena_setting=paper` sets 1)",
+    )
+    backoff_s: float = setting(1.0, low=0.0, high=3600.0, help="backoff base (doubling)")
+    parse_retries: int = setting(
+        1, low=0, high=MAX_RETRIES, help="re-asks after an unparsable verdict (at `retry_temperature`)"
+    )
+    temperature: float = setting(0.0, low=0.0, high=100.0, help="sampling temperature")
+    retry_temperature: float = setting(0.7, low=0.0, high=100.0, help="temperature of a re-ask")
+    top_p: float = setting(1.0, low=0.0, high=1.0, low_open=True, help="nucleus sampling")
+    max_new_tokens: int = setting(
+        512,
+        low=1,
+        help="judge reply length (raise it for reasoning judges: a cut reply has no verdict; `arena_setting=node8` "
+        "sets 1024, `paper` 8192)",
+    )
+    seed: int = setting(0, help="seed of the judge's sampling (vllm) or of the SIMULATED judge's verdicts")
+    # The chosen backend's own keys (its registry entry's options type; None: its defaults).
+    options: Any = chosen_part(by="backend", types=option_types)
+
+    def __post_init__(self):
+        if self.options is None and self.backend in backend_names():
+            object.__setattr__(self, "options", backend_of(self.backend).options())
+        super().__post_init__()
+
+    def rules(self) -> None:
+        expected = backend_of(self.backend).options
+        if type(self.options) is not expected:
+            raise ValueError(
+                f"{_KEY}: the {self.backend} backend's options are {expected.__name__}, got "
+                f"{type(self.options).__name__}"
+            )
+        if self.verdict == "probability" and not backend_of(self.backend).label_probabilities:
+            raise ValueError(
+                f"{_KEY}.verdict=probability: the {self.backend} backend cannot give label probabilities (its "
+                f"registry entry says label_probabilities=False); use {_KEY}.verdict=generate"
+            )
+
+    def key(self, name: str) -> Any:
+        """The value of the key ``name`` (a common key, or the backend's own); an ``AttributeError`` naming the key
+        when neither has it (another backend's key)."""
+        if hasattr(self.options, name):
+            return getattr(self.options, name)
+        if name in self.__dataclass_fields__ and name != "options":
+            return getattr(self, name)
+        raise AttributeError(f"{_KEY}.{name} is not a key of the {self.backend} backend")
+
+    def as_keys(self) -> dict[str, Any]:
+        """The ``reward.arena.judge`` keys that read back to these settings (the backend's own beside the common
+        ones): what a config would set."""
+        keys = {f.name: getattr(self, f.name) for f in key_fields(type(self))}
+        keys.update({f.name: getattr(self.options, f.name) for f in key_fields(type(self.options))})
+        return keys
+
+    @property
+    def request_path(self) -> str | None:
+        """A served judge's request path (its registry entry's)."""
+        return backend_of(self.backend).request_path
+
+    @property
+    def call_budget_s(self) -> float:
+        """The longest one compare/score can take with every retry: the referee's outer timeout. A generated verdict
+        is up to ``parse_retries + 1`` generations; a probability verdict up to PROBABILITY_READS_PER_VERDICT reads
+        (after a reasoning generation, and as often as ``parse_retries`` allows, with ``think_first``). Each step is
+        tried ``retries + 1`` times, each bounded by ``timeout_s``, with the exponential backoff between."""
+        per_step = (self.retries + 1) * self.timeout_s + (2 ** (self.retries + 1)) * self.backoff_s
+        if self.verdict == "probability":
+            steps = PROBABILITY_READS_PER_VERDICT + (1 if self.think_first else 0)
+            asks = self.parse_retries + 1 if self.think_first else 1
+        else:
+            steps, asks = 1, self.parse_retries + 1
+        return asks * steps * per_step
+
+    def require(self) -> None:
+        """What a judge that will run needs of its backend (a model folder, an address; the backend's own rules):
+        a ``ValueError`` naming the key. Templates' files are checked by the judge layer
+        (:func:`arena_verl.judge.prompting.templates.check_judge_templates`)."""
+        backend = backend_of(self.backend)
+        if backend.model_folder and not self.key("model_path"):
+            raise ValueError(f"{_KEY}.model_path is required for the {backend.name} backend")
+        if backend.needs_url and not self.key("base_url") and not self.key("base_url_file"):
+            verl = " ('verl': verl's own router)" if backend.verl_router else ""
+            raise ValueError(f"{_KEY}.base_url is required for the {backend.name} backend{verl}")
+        if backend.validate is not None:
+            backend.validate(self)
+
+
+def judge_settings(keys: Mapping[str, Any] | None = None, **more: Any) -> JudgeSettings:
+    """The judge settings the ``reward.arena.judge`` keys ``keys`` (and ``more``) give, read as a config's are: the
+    backend's own keys beside the common ones (``judge_settings(backend="vllm", model_path=...)``)."""
+    return read_part(JudgeSettings, {**(keys or {}), **more}, _KEY)
 
 
 def judge_call_bound_s(judge: JudgeSettings) -> float:
@@ -36,7 +171,7 @@ def judge_call_bound_s(judge: JudgeSettings) -> float:
 def call_bound_text(judge: JudgeSettings) -> str:
     """:func:`judge_call_bound_s` with the keys that make it."""
     if not backend_of(judge).retries:
-        return f"{judge.timeout_s:g} s ({_PREFIX}.judge.timeout_s; the {judge.backend} backend does not retry)"
+        return f"{judge.timeout_s:g} s ({_KEY}.timeout_s; the {judge.backend} backend does not retry)"
     if judge.verdict == "probability":
         steps = PROBABILITY_READS_PER_VERDICT + (1 if judge.think_first else 0)
         asks = judge.parse_retries + 1 if judge.think_first else 1
@@ -44,80 +179,7 @@ def call_bound_text(judge: JudgeSettings) -> str:
     else:
         how = f"judge.parse_retries {judge.parse_retries} + 1 generations"
     return (
-        f"{judge.call_budget_s:g} s ({_PREFIX}.judge.call_budget_s: {how}, each tried judge.retries {judge.retries} "
-        f"+ 1 times for up to {_PREFIX}.judge.timeout_s={judge.timeout_s:g} s, with judge.backoff_s="
+        f"{judge.call_budget_s:g} s ({_KEY}.call_budget_s: {how}, each tried judge.retries {judge.retries} "
+        f"+ 1 times for up to {_KEY}.timeout_s={judge.timeout_s:g} s, with judge.backoff_s="
         f"{judge.backoff_s:g} doubling between)"
     )
-
-
-def validate_judge(judge: JudgeSettings, needed: bool = True) -> None:
-    """Ranges always; what only a judge that will run needs (a model, an address, templates) when ``needed``."""
-    for key in ("max_concurrency", "max_new_tokens", "max_trace_tokens", "num_engines", "tensor_parallel_size"):
-        if getattr(judge, key) < 1:
-            raise ValueError(f"{_PREFIX}.judge.{key} must be >= 1, got {getattr(judge, key)}")
-    for key in ("retries", "parse_retries"):
-        if getattr(judge, key) < 0:
-            raise ValueError(f"{_PREFIX}.judge.{key} must be >= 0, got {getattr(judge, key)}")
-        if getattr(judge, key) > _MAX_RETRIES:  # the call budget doubles its backoff with each retry
-            raise ValueError(f"{_PREFIX}.judge.{key} must be <= {_MAX_RETRIES}, got {getattr(judge, key)}")
-    _in_range("judge.timeout_s", judge.timeout_s, 0.0, _DAY_S, low_open=True)
-    _in_range("judge.backoff_s", judge.backoff_s, 0.0, 3600.0)
-    _in_range("judge.start_timeout_s", judge.start_timeout_s, 0.0, _DAY_S, low_open=True)
-    _in_range("judge.gpu_memory_utilization", judge.gpu_memory_utilization, 0.0, 1.0, low_open=True)
-    _in_range("judge.temperature", judge.temperature, 0.0, 100.0)
-    _in_range("judge.retry_temperature", judge.retry_temperature, 0.0, 100.0)
-    _in_range("judge.top_p", judge.top_p, 0.0, 1.0, low_open=True)
-    _in_range("judge.low_mass_floor", judge.low_mass_floor, 0.0, 1.0)
-    _in_range("judge.sim_latency_s", judge.sim_latency_s, 0.0, 3600.0)
-    _in_range("judge.sim_latency_sigma", judge.sim_latency_sigma, 0.0, 3.0)
-    for key in ("sim_tie_rate", "sim_parse_failure_rate"):
-        _in_range(f"judge.{key}", getattr(judge, key), 0.0, 1.0)
-    _validate_callable(judge)
-    if not needed:  # rlvr: the judge never runs (a shared config may still name one)
-        return
-    required_fields(judge)  # what its backend needs (a model folder, an address, a function), and its own rules
-    # The python backend's function is imported (a missing module or function is an error) when the judge is built and
-    # by check_judge_templates, in the judge layer: settings import no user code. The templates' files are checked by
-    # the judge layer (arena_verl.judge.prompting.templates.check_judge_templates), which the reward manager, the
-    # recipes' pre-flight and the tools' --judge call right after these settings.
-
-
-def _validate_callable(judge: JudgeSettings) -> None:
-    """``judge.callable`` is ``package.module:function``; ``judge.callable_kwargs`` maps keyword-argument names
-    (identifiers, not the ones the backend passes itself) to plain values (null, a bool, a finite number, a string)."""
-    if judge.callable is not None and (not isinstance(judge.callable, str) or not _CALLABLE.fullmatch(judge.callable)):
-        raise ValueError(
-            f"{_PREFIX}.judge.callable must be 'package.module:function' (a dotted module path, a colon, a function "
-            f"name), got {judge.callable!r}"
-        )
-    kwargs = judge.callable_kwargs
-    if kwargs is None:
-        return
-    key = f"{_PREFIX}.judge.callable_kwargs"
-    if not isinstance(kwargs, Mapping):
-        raise ValueError(f"{key} must be a mapping of keyword arguments (or null), got {kwargs!r}")
-    for name, value in kwargs.items():
-        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-            raise ValueError(f"{key}: {name!r} is not a keyword-argument name")
-        if name in PYTHON_JUDGE_ARGUMENTS:
-            raise ValueError(
-                f"{key}.{name}: the python backend passes {', '.join(PYTHON_JUDGE_ARGUMENTS)} itself; choose another "
-                "name"
-            )
-        plain = value is None or isinstance(value, (bool, int, float, str))
-        if not plain:
-            raise ValueError(f"{key}.{name} must be a plain value (null, a bool, a number or a string), got {value!r}")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ValueError(f"{key}.{name} must be a finite number, got {value!r}")
-
-
-def _in_range(key: str, value: float, low: float, high: float, low_open: bool = False) -> None:
-    ok = (low < value if low_open else low <= value) and value <= high
-    if not ok:
-        bracket = "(" if low_open else "["
-        raise ValueError(f"{_PREFIX}.{key} must be in {bracket}{low:g}, {high:g}], got {value!r}")
-
-
-def _one_of(key: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{_PREFIX}.{key} must be one of {allowed}, got {value!r}")

@@ -10,9 +10,10 @@ from typing import Any
 import ray
 
 from arena_verl.core.judge_protocol import JudgeStats
+from arena_verl.core.plugin_loader import load_plugins
 from arena_verl.core.referee import Referee, Submission, Verdict, group_key
 from arena_verl.judge import make_judge
-from arena_verl.settings import ArenaSettings, referee_options
+from arena_verl.settings import ArenaSettings
 
 __all__ = ["RefereeActor", "build_referee", "referee_handle", "forget_referee"]
 
@@ -25,8 +26,9 @@ def build_referee(settings: ArenaSettings) -> Referee:
     """The referee of ``settings`` with its judge: what the actor hosts, and what an in-process client holds
     (:mod:`arena_verl.verl_edge.local_referee`)."""
     # rlvr: the referee only counts groups (what the arena would route); no judge is built or called.
+    load_plugins(settings.plugins)  # a user's backend or strategy, in this process too (a Ray actor's)
     judge = make_judge(settings.judge) if settings.uses_judge else _NoJudge()
-    return Referee(referee_options(settings), judge)
+    return Referee(**settings.referee_kwargs(), judge=judge)
 
 
 class RefereeActor:

@@ -10,8 +10,6 @@ verified and which judge template it gets.
 
 __all__ = [
     "MODES",
-    "STRATEGIES",
-    "FIXED_COUNT_STRATEGIES",
     "FAILURE_POLICIES",
     "EXTRACTION_MODES",
     "VERDICT_MODES",
@@ -35,10 +33,7 @@ __all__ = [
 # means (its routes, rewards, speculation and default strategy): arena_verl/core/modes.py.
 MODES = ("rlvr", "pointwise", "tournament_all", "adaptive_pointwise", "arena")
 
-
-STRATEGIES = ("round_robin", "live", "random", "info_gain", "paced")
-# Strategies whose call count is fixed by the group size (no budget); the others spend a budget of calls.
-FIXED_COUNT_STRATEGIES = ("round_robin", "live")
+# The strategies (reward.arena.strategy) are a registry: arena_verl/core/strategies.py.
 FAILURE_POLICIES = ("tie", "drop")  # what a failed judge call becomes in the fit
 EXTRACTION_MODES = ("boxed", "lenient")  # reward.arena.answer_extraction
 # reward.arena.judge.verdict: a generated verdict token, or the label probabilities at the verdict position.

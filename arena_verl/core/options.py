@@ -1,80 +1,171 @@
-"""The core's own types for what it reads of ``reward.arena.*``, built once at the edge (:mod:`arena_verl.settings`:
-:func:`~arena_verl.settings.tournament_options`, :func:`~arena_verl.settings.referee_options`), so that the core
-never reads the settings' shape. :class:`TournamentOptions` steer a
-:class:`~arena_verl.core.tournament.runner.Tournament`, in the referee (training) and in ``arena-verl score``
-(offline), so that an offline replay schedules and fits as training does; its defaults are the arena's (the settings
-take theirs from here). :class:`RefereeOptions` are the rest of what the referee needs, with no defaults of their own
-(the settings' are the only ones). A leaf module (dataclasses only): the settings import it without the tournament's
-numerics."""
+"""The parts of ``reward.arena.*`` the core reads, declared here with their keys' defaults, ranges and help
+(:func:`~arena_verl.core.fields.setting`), and passed whole: :class:`TournamentOptions` steer a
+:class:`~arena_verl.core.tournament.runner.Tournament` in the referee (training) and in ``arena-verl score``
+(offline), so that an offline replay schedules and fits as training does; :class:`RefereeOptions` are what the
+referee reads of a group's life. Both sit flat in ``reward.arena`` (``reward.arena.l2``, not
+``reward.arena.l2``): the settings (:class:`arena_verl.settings.ArenaSettings`) hold them, read by one
+reader. Stdlib only: the settings import it without the tournament's numerics."""
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["TournamentOptions", "RefereeOptions", "DEFAULT_L2", "STRATEGY_KNOBS", "knob_defaults"]
+from arena_verl.core.fields import DAY_S, Part, registered_parts, setting
+from arena_verl.core.names import DIVERSITY_TOL, FAILURE_POLICIES, MODES
+from arena_verl.core.strategies import strategy_names, strategy_of, strategy_option_types
+
+__all__ = ["TournamentOptions", "RefereeOptions", "DEFAULT_L2"]
 
 # The tournament's numeric default, written once: the fit, the schedulers, the runner and the settings read it.
 DEFAULT_L2 = 0.1  # Bradley-Terry L2 prior (reward.arena.l2)
 
-# Each strategy's own knobs (its scheduler's keyword arguments beyond the ones every scheduler gets) with their
-# defaults, one flat ``reward.arena.<knob>`` key each. Written once, here, where the settings can read them without
-# the tournament's numerics: the scheduler declares its knobs from this table (``Scheduler.knobs``) and checks their
-# values; the settings take the defaults of their fields from it; everything between carries them as one mapping
-# (``TournamentOptions.strategy_knobs``) without naming any.
-STRATEGY_KNOBS: dict[str, dict[str, Any]] = {
-    "paced": {
-        "final_calls": 3,  # opponents of the last trace, judged in one round
-        "pace": 3.0,  # how late the budget is spent while the group arrives (the quota's exponent; larger: later)
-    },
-}
-
-
-def knob_defaults() -> dict[str, Any]:
-    """Every strategy's knobs with their defaults, as one mapping (a knob name belongs to one strategy)."""
-    return {name: value for knobs in STRATEGY_KNOBS.values() for name, value in knobs.items()}
-
 
 @dataclass(frozen=True)
-class TournamentOptions:
-    """The tournament keys of ``reward.arena`` (see the settings for each one's meaning)."""
+class TournamentOptions(Part):
+    """The tournament's keys of ``reward.arena``, and each strategy's own knobs (``strategy_options``)."""
 
-    strategy: str = "live"
-    budget: int | None = None
-    l2: float = DEFAULT_L2
-    order_effect: bool = False
-    two_sided: bool = False
-    mirror_augment: bool = False
-    on_failure: str = "tie"  # reward.arena.on_judge_failure
-    prefix_aware: bool = False
-    wait_for_verdicts: bool = False  # training's default: eager
-    # every strategy's knobs by name (STRATEGY_KNOBS); the scheduler takes those it declares
-    strategy_knobs: dict[str, Any] = field(default_factory=knob_defaults)
+    strategy: str | None = setting(
+        None,
+        choices=strategy_names,
+        help="the tournament schedule ([strategies](tournament.md#strategies-strategies)); null: the mode's own, "
+        "`round_robin` for `tournament_all` (the paper's ArenaRL baseline), `live` otherwise",
+    )
+    budget: int | None = setting(
+        None,
+        low=1,
+        help="judge calls per routed group for the budgeted strategies (`random`, `info_gain`, `paced`; null: "
+        "live's count, 3N-6); at least N-1 (2(N-1) with `two_sided`)",
+    )
+    l2: float = setting(
+        DEFAULT_L2, low=1e-6, high=1e3, help="Bradley-Terry L2 prior (a fit that stops at its iteration limit warns)"
+    )
+    order_effect: bool = setting(False, help="fit a first-position bonus with the strengths")
+    two_sided: bool = setting(False, help="judge each pair in both orders (2 calls per pair, counted in `budget`)")
+    mirror_augment: bool = setting(
+        False,
+        help="the paper's mirror augmentation (excludes `order_effect`: mirrored verdicts have no position signal)",
+    )
+    on_judge_failure: str = setting(
+        "tie", choices=FAILURE_POLICIES, help="what a failed judge call counts as in the fit (never a win)"
+    )
+    prefix_aware: bool = setting(
+        False,
+        help="presentation order for the judge's prefix cache: every trace shown first within one call of half its "
+        "calls, and where that leaves the order open the trace whose head the group's engine already computed goes "
+        "first ([benchmark](benchmarks/ranking.md#presentation-order))",
+    )
+    wait_for_verdicts: bool = setting(
+        False,
+        help="`true`: an arrival is scheduled only once every match in flight has its verdict (the paper's live "
+        "rule, slower); `false`: at once, on the verdicts in hand",
+    )
+    # Every registered strategy's own knobs (core/strategies.py), by strategy: its scheduler gets its own.
+    strategy_options: dict[str, Any] = registered_parts(strategy_option_types)
+
+    def rules(self) -> None:
+        if self.mirror_augment and self.order_effect:
+            raise ValueError(
+                f"{self.PREFIX}.mirror_augment and {self.PREFIX}.order_effect exclude each other: mirrored verdicts "
+                "carry no position signal, so the order effect could not be fitted"
+            )
+        if self.budget is not None and self.strategy is not None and strategy_of(self.strategy).fixed_count:
+            raise ValueError(f"{self.PREFIX}.budget applies to the budgeted strategies, not {self.strategy!r}")
 
     def tournament_kwargs(self) -> dict[str, Any]:
         """Keyword arguments of ``Tournament(num_items, judge, **kwargs, seed=..., idle_gate=...)``."""
-        return dataclasses.asdict(self)
+        strategy = self.strategy if self.strategy is not None else "live"
+        return {
+            "strategy": strategy,
+            "budget": self.budget,
+            "l2": self.l2,
+            "order_effect": self.order_effect,
+            "two_sided": self.two_sided,
+            "mirror_augment": self.mirror_augment,
+            "on_failure": self.on_judge_failure,
+            "prefix_aware": self.prefix_aware,
+            "wait_for_verdicts": self.wait_for_verdicts,
+            "strategy_options": self.strategy_options.get(strategy),
+        }
+
+    def with_strategy(self, strategy: str, **changes: Any) -> TournamentOptions:
+        return dataclasses.replace(self, strategy=strategy, **changes)
 
 
 @dataclass(frozen=True)
-class RefereeOptions:
-    """The referee's keys of ``reward.arena`` (see the settings for each one's meaning and default).
+class RefereeOptions(Part):
+    """The referee's keys of ``reward.arena``: which groups go where, how long a group may take, and how verdicts
+    become rewards."""
 
-    No field has a default: the settings' are the only ones, and
-    :func:`~arena_verl.settings.referee_options` passes every value (a default here could differ from them)."""
+    mode: str = setting(
+        "arena",
+        choices=MODES,
+        help="the route of each group ([modes](reward_loop.md#modes-every-baseline-of-the-paper))",
+    )
+    group_size: int = setting(0, low=0, help="samples per group; 0 = `actor_rollout_ref.rollout.n`")
+    diversity_tol: float = setting(
+        DIVERSITY_TOL, low=0.0, high=1.0, help="verifier rewards closer than this are equal (the group is non-diverse)"
+    )
+    reward_scale: float = setting(  # its range depends on allow_reward_scale_above_one: rules()
+        0.5,
+        help="width of the judge's reward spread around the verifier reward, in (0, 1) unless "
+        "`allow_reward_scale_above_one`: reward = verifier + scale x (sigmoid(theta - mean) - 0.5)",
+    )
+    allow_reward_scale_above_one: bool = setting(
+        False, help="opt-in for `reward_scale >= 1`, where a routed all-incorrect trace can outrank an all-correct one"
+    )
+    speculative: bool = setting(True, help="run the tournament while a group's verifier rewards still agree")
+    completion_grace: float | None = setting(
+        None,
+        low=0.0,
+        high=1e3,
+        low_open=True,
+        help="judge-call latencies a complete group waits for verdicts in flight before it is answered with those "
+        "in hand (null: waits for all, up to `tournament_timeout_s`); `configs/arena_paced.yaml` sets 1.3",
+    )
+    min_verdict_share: float = setting(
+        0.5,
+        low=0.0,
+        high=1.0,
+        help="a routed group whose tournament got fewer than this share of its planned verdicts gets its verifier "
+        "rewards, a counted fallback (`arena/fallback_thin`; [failures](failures.md)); 0 turns the rule off",
+    )
+    certainty_weighting: bool = setting(
+        False,
+        help="scale each routed tournament group's GRPO advantages by its certainty that its traces differ "
+        "([reward loop](reward_loop.md#certainty-weighting)); needs `algorithm.adv_estimator=arena_grpo` and a "
+        "tournament mode, refused otherwise naming both keys",
+    )
+    group_deadline_s: float = setting(
+        900.0,
+        low=0.0,
+        high=DAY_S,
+        low_open=True,
+        help="an incomplete group gets verifier rewards after this (from its first sample; `arena_setting=node8` "
+        "sets 1800, `paper` 3600)",
+    )
+    tournament_timeout_s: float | None = setting(
+        None,
+        low=0.0,
+        high=DAY_S,
+        low_open=True,
+        help="judging of a complete group past this falls back to verifier rewards (`judge_error`). Null: what the "
+        "judge settings need, one judge call with all its retries and `completion_grace x judge.timeout_s`, at "
+        "least 900 s ([limits that must agree](#limits-that-must-agree))",
+    )
+    advantage_norm_by_std: bool | None = setting(
+        None,
+        help="the GRPO normalisation the sample-utilisation metrics assume; null: "
+        "`algorithm.norm_adv_by_std_in_grpo` (true when unset)",
+    )
 
-    mode: str
-    group_size: int
-    diversity_tol: float
-    speculative: bool
-    group_deadline_s: float
-    tournament_timeout_s: float
-    completion_grace: float | None
-    reward_scale: float
-    min_verdict_share: float  # a routed group with fewer of its planned verdicts gets its verifier rewards
-    certainty_weighting: bool  # the arena's estimator scales a routed group's advantages by its certainty
-    advantage_norm_by_std: bool  # how the step's advantage figures are computed (verl's norm_adv_by_std)
-    call_budget_s: float  # the longest one judge call may take (judge.call_budget_s)
-    judge_slots: int  # this referee's share of the judge's concurrency (judge.max_concurrency / num_referees)
-    tournament: TournamentOptions
+    def rules(self) -> None:
+        if self.allow_reward_scale_above_one and not 0 < self.reward_scale <= 1e3:
+            raise ValueError(f"{self.PREFIX}.reward_scale must be in (0, 1000], got {self.reward_scale!r}")
+        if not self.allow_reward_scale_above_one and not 0 < self.reward_scale < 1:
+            raise ValueError(
+                f"{self.PREFIX}.reward_scale must be in (0, 1), got {self.reward_scale!r}: at 1 or more a routed "
+                f"all-incorrect trace can outrank an all-correct one (set {self.PREFIX}.allow_reward_scale_above_one"
+                "=true to allow it)"
+            )

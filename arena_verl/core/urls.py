@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-__all__ = ["chat_url", "check_url", "repeated_servers", "split_urls"]
+__all__ = ["request_url", "check_url", "repeated_servers", "split_urls", "CHAT_COMPLETIONS"]
+
+CHAT_COMPLETIONS = "/v1/chat/completions"  # an OpenAI-compatible server's chat path
 
 
 def check_url(url: str, where: str) -> str:
@@ -21,19 +23,26 @@ def check_url(url: str, where: str) -> str:
     return url
 
 
-def chat_url(base_url: str) -> str:
-    """The chat-completions URL of an OpenAI-compatible server whose base (``http://host:port`` or ``.../v1``)."""
+def request_url(base_url: str, path: str = CHAT_COMPLETIONS) -> str:
+    """The URL a served judge's request goes to: ``path`` (a backend's ``request_path``, e.g. ``/v1/chat/completions``)
+    under ``base_url``, where the base may already end with the path's leading segments (``http://h:8000/v1`` +
+    ``/v1/chat/completions`` is ``http://h:8000/v1/chat/completions``, as is ``http://h:8000``'s). The one rule for
+    every served judge's request, its readiness probe and its replica identity."""
     base = base_url.strip().rstrip("/")
-    return base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
+    segments = [part for part in path.split("/") if part]
+    for cut in range(len(segments) - 1, 0, -1):  # the longest leading part of the path the base already ends with
+        if base.endswith("/" + "/".join(segments[:cut])):
+            return base + "/" + "/".join(segments[cut:])
+    return base + "/" + "/".join(segments)
 
 
-def repeated_servers(urls: list[str]) -> list[str]:
-    """The addresses in ``urls`` that call a server an earlier one already calls (one chat-completions URL:
+def repeated_servers(urls: list[str], path: str = CHAT_COMPLETIONS) -> list[str]:
+    """The addresses in ``urls`` that call a server an earlier one already calls (one request URL:
     ``http://h:8000``, ``http://h:8000/`` and ``http://h:8000/v1`` are one replica). The one rule for a replica listed
     twice; ``recipes/lib/experiment.sh``'s ``_check_urls`` applies it before anything starts."""
     seen, repeated = set(), []
     for url in urls:
-        key = chat_url(url)
+        key = request_url(url, path)
         if key in seen:
             repeated.append(url)
         seen.add(key)

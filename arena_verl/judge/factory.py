@@ -7,7 +7,7 @@ import importlib
 from arena_verl.backend_registry import backend_of
 from arena_verl.core.judge_protocol import Judge
 from arena_verl.judge.prompting.templates import check_judge_templates
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings_judge import JudgeSettings
 
 __all__ = ["make_judge"]
 

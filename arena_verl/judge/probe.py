@@ -29,6 +29,8 @@ import urllib.error
 import urllib.request
 from urllib.parse import urlsplit
 
+from arena_verl.core.urls import request_url
+
 __all__ = ["UP", "NOT_YET", "NEVER", "ProbeResult", "models_url", "probe", "main"]
 
 UP, NOT_YET, NEVER = 0, 1, 2
@@ -46,9 +48,9 @@ class ProbeResult:
 
 
 def models_url(base_url: str) -> str:
-    """The model list of the server the ``openai`` judge reaches at ``base_url`` (same ``/v1`` rule)."""
-    base = base_url.strip().rstrip("/")
-    return base + ("/models" if base.endswith("/v1") else "/v1/models")
+    """The model list of the server the ``openai`` judge reaches at ``base_url`` (the one URL rule,
+    :func:`arena_verl.core.urls.request_url`)."""
+    return request_url(base_url, "/v1/models")
 
 
 def probe(

@@ -16,22 +16,24 @@
 
 Each backend's form, its parser and its canonical spec are its entry in the registry
 (:mod:`arena_verl.backend_registry`): a registered backend has its form here too. A spec becomes
-:class:`~arena_verl.settings.JudgeSettings` through the same reader and validation as ``reward.arena.judge.*`` in a
-training config, so a value a config would reject is rejected here too.
+:class:`~arena_verl.settings_judge.JudgeSettings` through the same reader and validation as ``reward.arena.judge.*`` in
+a training config, so a value a config would reject is rejected here too.
 """
 
 from __future__ import annotations
 
-from arena_verl.backend_registry import BACKENDS, SIM_OPTIONS, backend_of, spec_error
+from arena_verl.backend_registry import BACKENDS, backend_names, backend_of, spec_error
+from arena_verl.backend_registry.grammar import SIM_OPTIONS
 from arena_verl.judge.prompting.templates import check_judge_templates
-from arena_verl.settings import JudgeSettings, settings_from_config
+from arena_verl.settings import settings_from_config
+from arena_verl.settings_judge import JudgeSettings
 
 __all__ = ["JUDGE_SPEC_FORMS", "SIM_OPTIONS", "judge_settings_from_spec", "judge_spec", "judge_spec_forms"]
 
 
 def judge_spec_forms() -> tuple[str, ...]:
     """The ``--judge`` form of every registered backend."""
-    return tuple(entry.spec_form for entry in BACKENDS.values())
+    return tuple(backend_of(name).spec_form for name in backend_names())
 
 
 JUDGE_SPEC_FORMS = judge_spec_forms()  # the built-in backends' forms (a backend registered later: judge_spec_forms())
@@ -60,7 +62,7 @@ def judge_settings_from_spec(spec: str, **overrides) -> JudgeSettings:
     spec = spec.strip()
     scheme = spec.partition(":")[0]
     name = scheme.partition("?")[0]
-    if name not in BACKENDS:
+    if name not in backend_names():
         raise spec_error(spec, f"unknown judge {scheme!r}")
     fields = {"backend": name, **BACKENDS[name].parse_spec(spec)}
     try:

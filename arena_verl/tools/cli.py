@@ -46,6 +46,10 @@ COMMANDS = {
     "prepare": ("arena_verl.tools.prepare", "the paper's data (AIME, BeyondAIME, GPQA, LiveCodeBench) as verl parquet"),
     "recipe": ("arena_verl.tools.recipe", "what an experiment recipe runs: config, verl's rules, paths, judge load"),
     "runlog": ("arena_verl.tools.runlog", "per-step time and generations of runs, from verl's file logger"),
+    "config-docs": (
+        "arena_verl.tools.config_docs",
+        "write default.yaml and docs/config.md's key tables from the settings' declarations (--check: are they stale)",
+    ),
     "experiment": (
         "arena_verl.tools.experiment.command",
         "the learning experiment: arena vs RLVR, DAPO and a random judge, verl's trainer on CPU (resumable grid)",

@@ -36,9 +36,10 @@ from arena_verl import sample_traces
 from arena_verl.backend_registry import backend_of
 from arena_verl.core.errors import InputError, guarded
 from arena_verl.core.modes import default_strategy, needs_judge
-from arena_verl.core.names import DIVERSITY_TOL, MODES, ROUTE_NAMES, STRATEGIES
+from arena_verl.core.names import DIVERSITY_TOL, MODES, ROUTE_NAMES
 from arena_verl.core.referee.metrics import NONZERO_ADVANTAGE_TOL
 from arena_verl.core.routing import is_uniform
+from arena_verl.core.strategies import strategy_names
 from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec
 from arena_verl.testing.toy import Sample, build_toy_tokenizer, make_batch
 
@@ -78,7 +79,8 @@ SIMULATED_BANNER = (
 )
 
 
-SIMULATED_DEFAULTS = {"sim_sharpness": 2.0, "sim_position_bias": 0.53}
+# The demo's own judge: the SIMULATED one, sharper than its default and with a first-position bias to show.
+DEMO_JUDGE = "simulated?sharpness=2&position_bias=0.53"
 # The referee's metrics the report prints (those a step has: rlvr has none).
 REPORTED_METRICS = (
     "alpha",
@@ -106,14 +108,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--mode", default="arena", choices=MODES)
     parser.add_argument(
-        "--strategy", default=None, choices=STRATEGIES,
+        "--strategy", default=None, choices=strategy_names(),
         help="the tournament's schedule (default: the mode's own, as reward.arena.strategy: null gives it; "
         "round_robin for tournament_all, live otherwise)",
     )  # fmt: skip
     parser.add_argument(
         "--judge",
-        default="simulated",
-        help=f"{' | '.join(JUDGE_SPEC_FORMS)} (default: the SIMULATED judge)",
+        default=DEMO_JUDGE,
+        help=f"{' | '.join(JUDGE_SPEC_FORMS)} (default: the SIMULATED judge, {DEMO_JUDGE})",
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2, help="reward.num_workers")
@@ -164,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     print what it did."""
     check_sizes(args)
     try:
-        judge = judge_settings_from_spec(args.judge, **SIMULATED_DEFAULTS if args.judge == "simulated" else {})
+        judge = judge_settings_from_spec(args.judge)
         samples = synthetic_rollouts(args.prompts, args.n, args.seed) if args.rollouts == "synthetic" else None
         samples = samples if samples is not None else sample_rollouts(args.prompts)
     except ValueError as exc:  # a judge spec or seed the demo cannot use (InputError included)
@@ -196,7 +198,7 @@ def _demo_config(args: argparse.Namespace, judge, tokenizer_path: Path, group_si
             ],
         )
     with open_dict(config):  # the judge as a whole node: no Hydra quoting of paths and URLs
-        config.reward.arena.judge = OmegaConf.create(dataclasses.asdict(judge))
+        config.reward.arena.judge = OmegaConf.create(judge.as_keys())
     return config
 
 
@@ -246,7 +248,7 @@ def print_report(args: argparse.Namespace, judge, samples: list[Sample], group_s
         print(SIMULATED_BANNER)
     strategy = args.strategy or default_strategy(args.mode)
     print(f"arena-verl demo: mode={args.mode} strategy={strategy}, {num_groups} prompts x {group_size} samples")
-    judge_line = "SIMULATED" if simulated else f"{judge.backend} ({judge.model_path})"
+    judge_line = "SIMULATED" if simulated else f"{judge.backend} ({judge.options.model_path})"
     rollout_line = "synthetic text" if args.rollouts == "synthetic" else f"REAL traces by {sample_traces.MODEL}"
     print(f"judge: {judge_line}; rollouts: {rollout_line}")
     print(

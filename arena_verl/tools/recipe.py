@@ -133,17 +133,19 @@ def path_problems(config) -> list[str]:
     settings = settings_from_config(config)
     judge = settings.judge
     backend = backend_of(judge)  # the registry says what of the judge is on this machine: a model folder, a tokenizer
-    if backend.model_folder and judge.model_path and not Path(judge.model_path).exists():
-        problems.append(f"reward.arena.judge.model_path: {judge.model_path} does not exist")
+    if backend.model_folder and judge.options.model_path and not Path(judge.options.model_path).exists():
+        problems.append(f"reward.arena.judge.model_path: {judge.options.model_path} does not exist")
     elif settings.uses_judge:
         # A tokenizer the judge cannot load fails inside the referee actor, where every group would fall back
         # (referee_lost): the model judges render and count with their model's own, a served judge with its
         # tokenizer's (JUDGE_TOKENIZER; the recipes' default is the judge folder).
         checks = []
-        if backend.tokenizer == "model_path" and judge.model_path:
-            checks.append((judge.model_path, f"reward.arena.judge.model_path (JUDGE_MODEL, the {judge.backend} judge)"))
-        if backend.tokenizer == "tokenizer" and judge.tokenizer:
-            checks.append((judge.tokenizer, "reward.arena.judge.tokenizer (JUDGE_TOKENIZER)"))
+        if backend.tokenizer == "model_path" and judge.options.model_path:
+            checks.append(
+                (judge.options.model_path, f"reward.arena.judge.model_path (JUDGE_MODEL, the {judge.backend} judge)")
+            )
+        if backend.tokenizer == "tokenizer" and judge.options.tokenizer:
+            checks.append((judge.options.tokenizer, "reward.arena.judge.tokenizer (JUDGE_TOKENIZER)"))
         for name, what in checks:
             problem = tokenizer_problem(name, what)
             if problem:
@@ -241,14 +243,13 @@ def judge_calls_per_group(settings) -> int:
     from arena_verl.core.names import ROUTE_POINTWISE, ROUTE_VERIFIER
     from arena_verl.core.routing import route_of
     from arena_verl.core.tournament.runner import planned_calls
-    from arena_verl.settings import tournament_options
 
-    route = route_of(settings.mode, uniform=True)
+    route = route_of(settings.referee.mode, uniform=True)
     if route == ROUTE_VERIFIER:
         return 0
     if route == ROUTE_POINTWISE:
-        return settings.group_size
-    return planned_calls(settings.group_size, **tournament_options(settings).tournament_kwargs())
+        return settings.referee.group_size
+    return planned_calls(settings.referee.group_size, **settings.tournament.tournament_kwargs())
 
 
 def every_group_judged(settings) -> bool:
@@ -256,7 +257,7 @@ def every_group_judged(settings) -> bool:
     from arena_verl.core.names import ROUTE_VERIFIER
     from arena_verl.core.routing import route_of
 
-    return route_of(settings.mode, uniform=False) != ROUTE_VERIFIER
+    return route_of(settings.referee.mode, uniform=False) != ROUTE_VERIFIER
 
 
 def judge_load_lines(config) -> list[str]:
@@ -269,8 +270,8 @@ def judge_load_lines(config) -> list[str]:
     per_group = judge_calls_per_group(settings)
     if per_group == 0:
         return ["judge: none (verifier rewards only)"]
-    head = f"judge calls per routed group: {per_group} (mode={settings.mode}, strategy={settings.strategy}, "
-    head += f"N={settings.group_size}); prompts per step: {prompts}"
+    head = f"judge calls per routed group: {per_group} (mode={settings.referee.mode}, "
+    head += f"strategy={settings.tournament.strategy}, N={settings.referee.group_size}); prompts per step: {prompts}"
     if every_group_judged(settings):
         return [head, f"judge calls per step: {prompts * per_group} (every group is judged)"]
     loads = ", ".join(f"alpha={a:.2f}: {math.ceil(a * prompts) * per_group}" for a in ALPHAS)
@@ -342,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     _print_values(args, values)
     if values.get("reward.arena.tournament_timeout_s") is None and settings.uses_judge:
-        effective = f"{settings.tournament_timeout_s:g} s"
+        effective = f"{settings.referee.tournament_timeout_s:g} s"
         print(f"# reward.arena.tournament_timeout_s: null = {effective} (the judge's call with its retries, >= 900 s)")
     print("# expected judge load")
     for line in load:

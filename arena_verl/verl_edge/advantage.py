@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from arena_verl.settings import ARENA_ESTIMATOR, ArenaSettings
+from arena_verl.settings import ARENA_ESTIMATOR, ArenaSettings, arena_settings
 
 __all__ = [
     "ARENA_ESTIMATOR",
@@ -121,7 +121,7 @@ def _ask_referees(uids: list) -> dict:
 
         if not ray.is_initialized():
             return {}
-        settings = _state["settings"] or ArenaSettings(group_size=1)
+        settings = _state["settings"] or arena_settings(group_size=1)
         by_shard: dict[str, list] = {}
         for uid in uids:
             by_shard.setdefault(shard_name(settings, uid), []).append(uid)

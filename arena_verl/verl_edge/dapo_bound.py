@@ -180,7 +180,7 @@ def bound_from_config(config: Any) -> GenerationBound | None:
     except Exception as exc:  # noqa: BLE001  (bad settings are reported by the reward manager itself)
         logger.debug("DAPO bound without referee figures: %r", exc)
         settings = None
-    mode = settings.mode if settings is not None else "arena"
+    mode = settings.referee.mode if settings is not None else "arena"
     label = f"{mode} + DAPO" if needs_judge(mode) else f"{mode}_dapo"  # rlvr_dapo: the baseline's config name
     figures = referee_figures(settings) if settings is not None else None
     return GenerationBound(train_batch_size, group_size, max_batches, label=label, figures=figures)

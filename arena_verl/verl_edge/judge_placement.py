@@ -58,13 +58,16 @@ def _flag(config, key: str, default: bool) -> bool:
 
 def _served_by_verl(config, settings) -> bool:
     if settings is not None:
-        mode, backend, base_url = settings.mode, settings.judge.backend, settings.judge.base_url
-    else:  # the raw keys (with ArenaSettings' defaults): the rest of reward.arena need not be valid for this check
-        from arena_verl.settings import ArenaSettings, JudgeSettings
+        # Only an endpoint backend's options have an address (vllm, transformers, python have none).
+        mode, backend = settings.referee.mode, settings.judge.backend
+        base_url = getattr(settings.judge.options, "base_url", None)
+    else:  # the raw keys (with their parts' defaults): the rest of reward.arena need not be valid for this check
+        from arena_verl.core.options import RefereeOptions
+        from arena_verl.settings_judge import JudgeSettings
 
-        mode = str(_get(config, "reward.arena.mode", ArenaSettings.mode))
+        mode = str(_get(config, "reward.arena.mode", RefereeOptions.mode))
         backend = str(_get(config, "reward.arena.judge.backend", JudgeSettings.backend))
-        base_url = _get(config, "reward.arena.judge.base_url", JudgeSettings.base_url)
+        base_url = _get(config, "reward.arena.judge.base_url", None)
     return needs_judge(mode) and _takes_verl_router(backend) and base_url == "verl"
 
 
@@ -117,7 +120,7 @@ def with_verl_router(settings, config, router_address: str | None):
     """``judge.backend=openai judge.base_url=verl``: the judge is the model verl serves (``reward.reward_model.*``),
     reached through the router address verl hands the reward manager; other settings come back unchanged."""
     judge = settings.judge
-    if not _takes_verl_router(judge.backend) or judge.base_url != "verl":
+    if not _takes_verl_router(judge.backend) or judge.options.base_url != "verl":
         return settings
     # A composition in which verl's judge sleeps for good, or never streams, is refused at start, not found out
     # by every routed group falling back at its deadline.
@@ -127,7 +130,6 @@ def with_verl_router(settings, config, router_address: str | None):
             "reward.arena.judge.base_url=verl needs verl to serve the judge: set reward.reward_model.enable=true "
             "and reward.reward_model.model_path"
         )
-    model = judge.model_path or config.reward.reward_model.model_path
-    return dataclasses.replace(
-        settings, judge=dataclasses.replace(judge, base_url=f"http://{router_address}/v1", model_path=model)
-    )
+    model = judge.options.model_path or config.reward.reward_model.model_path
+    options = dataclasses.replace(judge.options, base_url=f"http://{router_address}/v1", model_path=model)
+    return dataclasses.replace(settings, judge=dataclasses.replace(judge, options=options))

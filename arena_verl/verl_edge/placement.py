@@ -147,9 +147,9 @@ def demands_from_config(config: Any) -> list[Demand]:
         referees = settings.num_referees
         demands.append(
             Demand(
-                "judge engine" if referees * settings.judge.num_engines == 1 else "judge engines",
-                settings.judge.tensor_parallel_size,
-                referees * settings.judge.num_engines,
+                "judge engine" if referees * settings.judge.options.num_engines == 1 else "judge engines",
+                settings.judge.options.tensor_parallel_size,
+                referees * settings.judge.options.num_engines,
                 size_key="JUDGE_TP (reward.arena.judge.tensor_parallel_size)",
                 count_key="JUDGE_ENGINES (reward.arena.judge.num_engines)",
                 per=referees,

@@ -40,7 +40,7 @@ class RefereeClient:
     async def verdict(self, submission: Submission) -> Verdict:
         s = self.settings
         # Past the group deadline plus the tournament timeout the referee itself would have answered.
-        patience = s.group_deadline_s + s.tournament_timeout_s + 60.0
+        patience = s.referee.group_deadline_s + s.referee.tournament_timeout_s + 60.0
         loop = asyncio.get_running_loop()
         give_up_at = loop.time() + UNAVAILABLE_PATIENCE_S
         delay = 0.25

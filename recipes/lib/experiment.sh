@@ -99,26 +99,35 @@ cpu_platform_env() {
   export RAY_ADDRESS=local
 }
 # local_judge_overrides ARRAY JUDGE MODEL SETTING: append to ARRAY the overrides of a judge in the run's own
-# processes (JUDGE_PLACEMENT=local, recipes/cpu_smoke.sh): simulated, or transformers / vllm with a model folder.
+# processes (JUDGE_PLACEMENT=local, recipes/cpu_smoke.sh): any registered backend that is not served over HTTP (what
+# it needs is read from its registry entry: python -m arena_verl.backend_registry facts JUDGE).
 local_judge_overrides() {
   local -n into=$1
-  local judge=$2 model=$3 setting=$4
-  case "$judge" in
-    simulated) ;;
-    transformers|vllm)
-      [ -n "$model" ] || _die "JUDGE=$judge needs JUDGE_MODEL (a model folder)"
-      into+=(reward.arena.judge.model_path="$(_hq "$model")")
-      # A vllm judge engine in a Ray actor asks for a (fake, on CPU) GPU of its own.
-      if [ "$judge" = vllm ] && [ "$setting" = cpu ]; then
-        into+=(ray_kwargs.ray_init.num_gpus=2 reward.arena.judge.max_model_len=2048)
-      fi ;;
-    python)  # a Python judge (module:function), imported in the referee's process; knobs as Hydra overrides
-      [ -n "${JUDGE_CALLABLE:-}" ] || _die "JUDGE=python needs JUDGE_CALLABLE (module:function)"
-      [[ "$JUDGE_CALLABLE" =~ ^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$ ]] \
-        || _die "JUDGE_CALLABLE must be module:function, got '$JUDGE_CALLABLE'"
-      into+=(reward.arena.judge.callable="$(_hq "$JUDGE_CALLABLE")") ;;
-    *) _die "JUDGE must be simulated, transformers, vllm or python, got '$judge'" ;;
-  esac
+  local judge=$2 model=$3 setting=$4 facts word python=${PYTHON:-python3}
+  local model_folder=0 gpu_engines=0 needs_url=0 takes_callable=0 engine_context=0
+  local lib_root
+  lib_root=$(realpath "$(dirname "${BASH_SOURCE[0]}")/../..")
+  facts=$(PYTHONPATH="$lib_root${PYTHONPATH:+:$PYTHONPATH}" "$python" -m arena_verl.backend_registry facts "$judge") \
+    || _die "JUDGE=$judge is not a judge backend this package knows (see above)"
+  for word in $facts; do
+    case ${word%%=*} in
+      model_folder|gpu_engines|needs_url|takes_callable|engine_context) printf -v "${word%%=*}" %s "${word#*=}" ;;
+    esac
+  done
+  [ "$needs_url" = 0 ] || _die "JUDGE=$judge is a served judge: use JUDGE_PLACEMENT=serve with JUDGE_URL"
+  if [ "$model_folder" = 1 ]; then
+    [ -n "$model" ] || _die "JUDGE=$judge needs JUDGE_MODEL (a model folder)"
+    into+=(reward.arena.judge.model_path="$(_hq "$model")")
+  fi
+  # A judge engine in a Ray actor asks for a (fake, on CPU) GPU of its own, and a short context on CPU.
+  if [ "$gpu_engines" = 1 ] && [ "$setting" = cpu ]; then into+=(ray_kwargs.ray_init.num_gpus=2); fi
+  if [ "$engine_context" = 1 ] && [ "$setting" = cpu ]; then into+=(reward.arena.judge.max_model_len=2048); fi
+  if [ "$takes_callable" = 1 ]; then  # a Python judge (module:function), imported in the referee's process
+    [ -n "${JUDGE_CALLABLE:-}" ] || _die "JUDGE=$judge needs JUDGE_CALLABLE (module:function)"
+    [[ "$JUDGE_CALLABLE" =~ ^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$ ]] \
+      || _die "JUDGE_CALLABLE must be module:function, got '$JUDGE_CALLABLE'"
+    into+=(reward.arena.judge.callable="$(_hq "$JUDGE_CALLABLE")")
+  fi
   into+=(reward.arena.judge.backend="$judge")
 }
 # The toy assets SETTING=cpu defaults to, built where they are missing: a RANDOM-weight toy policy, 64 training and
@@ -185,8 +194,8 @@ _wait_for_judge() {
       for url in "${items[@]}"; do
         if [[ "$answered" == *",$url,"* ]]; then up+="${up:+,}$url"; continue; fi  # probed once is enough
         rc=0
-        why=$("$python" -m arena_verl.judge.probe --timeout 5 --expect-model "$served_name" \
-                --api-key-env JUDGE_API_KEY -- "$url" 2>&1 >/dev/null) || rc=$?
+        why=$("$python" -m arena_verl.backend_registry probe openai -- --timeout 5 --expect-model "$served_name" \
+                --api-key-env JUDGE_API_KEY -- "$url" 2>&1 >/dev/null) || rc=$?  # the backend's own probe
         case $rc in
           0) up+="${up:+,}$url" answered+="$url," ;;
           1) missing+="${missing:+,}$url" ;;  # not up (yet)

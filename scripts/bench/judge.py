@@ -105,11 +105,12 @@ def table(rows) -> list[str]:
 
 
 def bench_settings(model: str, max_new_tokens: int, toy: bool):
+    from arena_verl.backend_registry.builtin import VllmOptions
     from arena_verl.settings import JudgeSettings
 
-    return JudgeSettings(backend="vllm", model_path=model, max_new_tokens=max_new_tokens, parse_retries=0, retries=0,
-                         timeout_s=600, max_trace_tokens=2048, max_model_len=8192,
-                         dtype="float32" if toy else "auto")  # fmt: skip
+    engine = VllmOptions(model_path=model, max_model_len=8192, dtype="float32" if toy else "auto")
+    return JudgeSettings(backend="vllm", options=engine, max_new_tokens=max_new_tokens, parse_retries=0, retries=0,
+                         timeout_s=600, max_trace_tokens=2048)  # fmt: skip
 
 
 def main() -> None:

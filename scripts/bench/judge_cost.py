@@ -104,7 +104,7 @@ def synthetic_groups(judge, n: int, groups: int, trace_words: int) -> tuple[list
     words = rng.integers(trace_words // 2, trace_words * 3 // 2 + 1, size=(groups, n))
     traces = [[synthetic_trace(rng, int(w)) for w in row] for row in words]
     budget = judge.settings.max_trace_tokens
-    return traces, [[min(len(judge.tokenizer.encode(t)), budget) for t in group] for group in traces]
+    return traces, [[min(len(judge.options.tokenizer.encode(t)), budget) for t in group] for group in traces]
 
 
 def bounds(shown: list[tuple[int, int]], lengths: list[int], head: int, per_call: int) -> tuple[int, float]:
@@ -259,12 +259,13 @@ def paths_table(measured: dict) -> list[str]:
 
 
 def judge_settings(model: str, max_trace_tokens: int, max_new_tokens: int = 512):
+    from arena_verl.backend_registry.builtin import VllmOptions
     from arena_verl.settings import JudgeSettings
 
-    return JudgeSettings(backend="vllm", model_path=model, verdict="probability", parse_retries=0, retries=1,
-                         timeout_s=600, max_trace_tokens=max_trace_tokens, max_model_len=8192,
-                         max_new_tokens=max_new_tokens,
-                         enable_prefix_caching=True, dtype="float32", max_concurrency=16)  # fmt: skip
+    engine = VllmOptions(model_path=model, max_model_len=8192, enable_prefix_caching=True, dtype="float32")
+    return JudgeSettings(backend="vllm", options=engine, verdict="probability", parse_retries=0, retries=1,
+                         timeout_s=600, max_trace_tokens=max_trace_tokens, max_new_tokens=max_new_tokens,
+                         max_concurrency=16)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

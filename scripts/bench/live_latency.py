@@ -148,22 +148,21 @@ def plan_step(seed: int, n: int, groups: int, step: int) -> list[GroupPlan]:
 
 def arena_settings(label: str, n: int, unit: float, judge_latency: bool, name: str):
     """The referee's settings for one run (validated as training would validate them)."""
-    from arena_verl.settings import ArenaSettings, JudgeSettings, validate
+    from arena_verl.backend_registry.builtin import SimulatedOptions
+    from arena_verl.settings import JudgeSettings
+    from arena_verl.settings import arena_settings as read_settings
     from arena_verl.tournament import position_bias_for_first_win_rate
 
-    judge = JudgeSettings(
-        backend="simulated",
-        max_concurrency=JUDGE_POOL,
+    simulated = SimulatedOptions(
         sim_sharpness=1.0,
         sim_position_bias=position_bias_for_first_win_rate(FIRST_WIN_RATE),
         sim_latency_s=unit if judge_latency else 0.0,
         sim_latency_sigma=JUDGE_LATENCY_SIGMA if judge_latency else 0.0,
     )
-    settings = ArenaSettings(
+    judge = JudgeSettings(backend="simulated", max_concurrency=JUDGE_POOL, options=simulated)
+    return read_settings(
         mode="arena", group_size=n, num_referees=1, referee_name=name, judge=judge, **STRATEGY_SETTINGS[label]
     )
-    validate(settings)
-    return settings
 
 
 def check_judge_wiring(settings) -> None:
@@ -172,10 +171,10 @@ def check_judge_wiring(settings) -> None:
     from arena_verl.judge import make_judge
 
     judge = make_judge(settings.judge)
-    if getattr(judge, "latency_sigma", None) != settings.judge.sim_latency_sigma:
+    if getattr(judge, "latency_sigma", None) != settings.judge.options.sim_latency_sigma:
         raise SystemExit(
-            "make_judge does not pass judge.sim_latency_sigma to the SIMULATED judge: add "
-            "latency_sigma=settings.sim_latency_sigma in arena_verl/judge/factory.py"
+            "make_judge does not pass judge.options.sim_latency_sigma to the SIMULATED judge: add "
+            "latency_sigma=settings.options.sim_latency_sigma in arena_verl/judge/factory.py"
         )
 
 

@@ -332,12 +332,14 @@ async def judge_pairs(judge, pairs: list[Pair], concurrency: int) -> list[Call]:
 
 def run_backend(backend: str, model: str, pairs: list[Pair], args) -> Result:
     from arena_verl.judge import make_judge
-    from arena_verl.settings import JudgeSettings
+    from arena_verl.settings import judge_settings
 
-    settings = JudgeSettings(backend=backend, model_path=model, max_new_tokens=args.max_new_tokens, temperature=0.0,
-                             timeout_s=600.0, dtype="float32", max_model_len=4096, max_concurrency=args.concurrency,
-                             pairwise_template=args.template, seed=0, verdict=args.verdict,
-                             think_first=args.think_first)  # fmt: skip
+    # backend is transformers or vllm: the keys as a config gives them (each backend takes its own of them)
+    engine = {"max_model_len": 4096} if backend == "vllm" else {}
+    settings = judge_settings(backend=backend, model_path=model, max_new_tokens=args.max_new_tokens, temperature=0.0,
+                              timeout_s=600.0, dtype="float32", max_concurrency=args.concurrency,
+                              pairwise_template=args.template, seed=0, verdict=args.verdict,
+                              think_first=args.think_first, **engine)  # fmt: skip
     ray_started = False
     judge = None
     try:

@@ -32,13 +32,13 @@ def main() -> None:
     from arena_verl.actors.referee_actor import referee_handle
     from arena_verl.core.referee import Submission
     from arena_verl.judge import Trace
-    from arena_verl.settings import ArenaSettings
+    from arena_verl.settings import arena_settings
 
     ray.init(address="local", num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
     rng = random.Random(0)
     rows = []
     for shards in (int(x) for x in args.shards.split(",")):
-        settings = ArenaSettings(group_size=args.n, strategy=args.strategy, num_referees=shards,
+        settings = arena_settings(group_size=args.n, strategy=args.strategy, num_referees=shards,
                                  referee_name=f"bench_{shards}")  # fmt: skip
         subs = []
         for p in range(args.prompts):

@@ -142,19 +142,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def arena_settings(args: argparse.Namespace, referee_name: str):
-    from arena_verl.settings import ArenaSettings, JudgeSettings, validate
+    from arena_verl.backend_registry.builtin import SimulatedOptions
+    from arena_verl.settings import JudgeSettings
+    from arena_verl.settings import arena_settings as read_settings
 
     judge = JudgeSettings(
         backend="simulated",
-        sim_parse_failure_rate=args.parse_failure_rate,
-        sim_latency_s=args.latency_s,
+        options=SimulatedOptions(sim_parse_failure_rate=args.parse_failure_rate, sim_latency_s=args.latency_s),
         timeout_s=args.timeout_s,
         retries=0,  # with no retries and no backoff the referee's per-call timeout (call_budget_s) is timeout_s
         parse_retries=0,
         backoff_s=0.0,
         seed=args.seed,
     )
-    settings = ArenaSettings(
+    return read_settings(
         mode="arena",
         strategy=args.strategy,
         group_size=args.n,
@@ -162,8 +163,6 @@ def arena_settings(args: argparse.Namespace, referee_name: str):
         referee_name=referee_name,
         judge=judge,
     )
-    validate(settings)
-    return settings
 
 
 def step_submissions(step: int, args: argparse.Namespace, rng: random.Random) -> list[tuple[float, object]]:

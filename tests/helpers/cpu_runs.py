@@ -157,8 +157,11 @@ def assert_validation_by_verifier_only(summary: dict) -> None:
     assert val_mean(summary, "arena/fallback") == 0.0  # no deadline fallback: nothing waited for a group
 
 
-def assert_arena_step(step: dict, calls_per_group: int) -> None:
+def assert_arena_step(step: dict, calls_per_group: int, simulated: bool) -> None:
     # Training-step counters cover the step's training samples only (no validation groups mixed in).
+    # Whether a SIMULATED judge answered the step's calls reaches the tracker (a counter, like every figure).
+    assert step["arena/simulated_judge"] == (1.0 if simulated else 0.0)
+    assert step["arena/judge_calls_simulated"] == (step["arena/judge_calls"] if simulated else 0.0)
     assert step["arena/samples"] == BATCH * N and step["arena/groups"] == BATCH
     assert step["arena/duplicates"] == 0
     assert step["arena/generations"] == BATCH * N and step["arena/generations_discarded"] == 0

@@ -46,12 +46,12 @@ def test_config_composes_with_verls_tree_and_sets_known_keys_only(name, setting,
     assert unknown == [], f"{name}: keys verl 0.9.1 does not have or ignores: {unknown}"
     assert config.reward.reward_manager.name == "arena"
     settings = settings_from_config(config)
-    assert (settings.mode, settings.strategy) == EXPECTED_MODE[name]
+    assert (settings.referee.mode, settings.tournament.strategy) == EXPECTED_MODE[name]
     if name == "arena_ppo":
         return
     assert config.actor_rollout_ref.actor.policy_loss.loss_mode == "cispo"
     assert config.algorithm.adv_estimator == "arena_grpo" and config.actor_rollout_ref.rollout.n == 8
-    assert settings.group_size == 8
+    assert settings.referee.group_size == 8
     assert config.algorithm.filter_groups.enable == (name == "rlvr_dapo")
     if name == "rlvr_dapo":
         assert config.algorithm.filter_groups.metric == "acc"  # the manager reports "acc" in its extra info
@@ -70,7 +70,7 @@ def test_a_legacy_or_misspelt_key_would_be_caught(verl_keys):
 
 def test_rlvr_needs_no_judge_address():
     with initialize_config_dir(config_dir=str(CONFIGS), version_base=None):
-        assert settings_from_config(compose("rlvr")).mode == "rlvr"  # the setting names a judge it never calls
+        assert settings_from_config(compose("rlvr")).referee.mode == "rlvr"  # the setting names a judge it never calls
         with pytest.raises(ValueError, match="judge.base_url is required"):
             settings_from_config(compose("arena_live"))  # a run that judges must say where the judge is
 

@@ -44,7 +44,9 @@ def test_legacy_trainer_with_sharded_referees_keeps_the_rollout_in_sync(assets, 
     assert summary["steps_completed"] == 2
     first, second = summary["steps"]
     for step in (first, second):
-        assert_arena_step(step, calls_per_group=6)  # summed over both shards; round robin at N=4 is 6 calls too
+        assert_arena_step(
+            step, calls_per_group=6, simulated=True
+        )  # summed over both shards; round robin at N=4 is 6 calls too
         assert_rollout_in_sync(step)
     assert abs(second["actor/entropy"] - first["actor/entropy"]) > 1e-3  # the policy changed in between
     assert_validation_by_verifier_only(summary)

@@ -242,9 +242,9 @@ def test_referee_figures_sum_every_shard_and_the_error_reaches_the_driver(ray_cl
     from arena_verl.actors.referee_actor import referee_handle
     from arena_verl.core.referee import Submission
     from arena_verl.judge import Trace
-    from arena_verl.settings import ArenaSettings
+    from arena_verl.settings import arena_settings
 
-    settings = ArenaSettings(mode="rlvr", group_size=4, num_referees=2, referee_name=f"dapo_{uuid.uuid4().hex[:8]}")
+    settings = arena_settings(mode="rlvr", group_size=4, num_referees=2, referee_name=f"dapo_{uuid.uuid4().hex[:8]}")
     step, groups = 3, {f"uniform-{i}": [0.0] * 4 for i in range(5)}
     groups["diverse"] = [0.0, 1.0, 1.0, 0.0]
     groups["other-step"] = [1.0] * 4
@@ -264,7 +264,7 @@ def test_referee_figures_sum_every_shard_and_the_error_reaches_the_driver(ray_cl
     @ray.remote(num_cpus=0)
     class Trainer:  # stands for verl's TaskRunnerV1, whose run() main_ppo waits on with ray.get
         def run(self, name):
-            figures = dapo_bound.referee_figures(ArenaSettings(num_referees=2, referee_name=name))
+            figures = dapo_bound.referee_figures(arena_settings(num_referees=2, referee_name=name))
             bound = GenerationBound(4, 4, 2, "rlvr_dapo", figures)
             bound.before_refill(3, 4)
             bound.before_refill(3, 1)

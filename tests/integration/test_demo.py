@@ -54,4 +54,4 @@ def test_demo_modes_get_their_own_schedule_unless_one_is_named(tmp_path):
                            (["--mode", "tournament_all", "--strategy", "live"], "live")):  # fmt: skip
         args = parser.parse_args(argv)
         config = _demo_config(args, judge, tmp_path, 8)
-        assert settings_from_config(config).strategy == expected, argv
+        assert settings_from_config(config).tournament.strategy == expected, argv

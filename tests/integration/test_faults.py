@@ -32,7 +32,7 @@ import time
 
 import pytest
 
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings import judge_settings
 from helpers.chaos import Fault, FaultPlan, JudgeProcess, referee_processes
 from helpers.cpu_runs import (
     BATCH,
@@ -57,7 +57,7 @@ from helpers.cpu_runs import (
 )
 
 CALLS_PER_GROUP = 6  # paced at live's budget, N=4: 1 + 2 + 3(N-3)
-JUDGE = JudgeSettings(timeout_s=3.0, retries=1, backoff_s=0.2)
+JUDGE = judge_settings(timeout_s=3.0, retries=1, backoff_s=0.2)
 JUDGE_OVERRIDES = (
     f"reward.arena.judge.timeout_s={JUDGE.timeout_s}",
     f"reward.arena.judge.retries={JUDGE.retries}",
@@ -321,7 +321,7 @@ def test_a_killed_referee_is_restarted_and_its_groups_are_judged_again(fault_run
     assert_recovered(steps, restart_step)
     # The samples of the groups in flight submitted again to the restarted referee: none fell back as lost.
     assert all(m["arena/fallback_referee_lost"] == 0 for m in after.values())
-    assert_arena_step(steps[max(after)], calls_per_group=CALLS_PER_GROUP)
+    assert_arena_step(steps[max(after)], calls_per_group=CALLS_PER_GROUP, simulated=False)
     assert_rollout_in_sync(steps[max(after)])
 
 
@@ -353,7 +353,7 @@ def test_after_preemption_the_recipe_resumes_and_trains_no_step_twice(assets, fa
     last_before = steps_by_number(fault_run["summary"])[preempted_after]
     for step in summary["steps"]:
         # Each step's counters hold that step's samples only: nothing of the preempted attempt counted again.
-        assert_arena_step(step, calls_per_group=CALLS_PER_GROUP)
+        assert_arena_step(step, calls_per_group=CALLS_PER_GROUP, simulated=False)
         assert_rollout_in_sync(step)
     # The trainer resumed the trained policy, not the initial one, and the rollout engine got those weights
     # (assert_rollout_in_sync above). The large learning rate moves the entropy far from step 1's and keeps moving it

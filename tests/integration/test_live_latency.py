@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 
 from arena_verl.judge import Trace, make_judge
 from arena_verl.judge.simulated.trace_judge import SimulatedTraceJudge
-from arena_verl.settings import JudgeSettings, settings_from_config
+from arena_verl.settings import judge_settings, settings_from_config
 from helpers.scripts import load_script
 
 
@@ -49,7 +49,7 @@ def test_a_call_waits_the_drawn_latency(monkeypatch):
 
 
 def test_make_judge_passes_the_latency_sigma():
-    judge = make_judge(JudgeSettings(sim_latency_s=0.1, sim_latency_sigma=0.3))
+    judge = make_judge(judge_settings(sim_latency_s=0.1, sim_latency_sigma=0.3))
     assert (judge.latency_s, judge.latency_sigma) == (0.1, 0.3)
 
 
@@ -71,7 +71,7 @@ def test_latency_sigma_is_validated(sigma, message):
 
 def test_latency_sigma_is_read():
     config = {"actor_rollout_ref": {"rollout": {"n": 8}}, "reward": {"arena": {"judge": {"sim_latency_sigma": 0.3}}}}
-    assert settings_from_config(OmegaConf.create(config)).judge.sim_latency_sigma == 0.3
+    assert settings_from_config(OmegaConf.create(config)).judge.options.sim_latency_sigma == 0.3
     with pytest.raises(ValueError, match="latency_sigma"):
         SimulatedTraceJudge(latency_s=1.0, latency_sigma=-1.0)
 

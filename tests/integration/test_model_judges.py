@@ -13,7 +13,7 @@ from arena_verl.core.names import FALLBACK_JUDGE_ERROR
 from arena_verl.judge import Trace
 from arena_verl.judge.backends.model_judge import ModelJudge, PermanentJudgeError
 from arena_verl.judge.backends.openai_backend import OpenAIJudge
-from arena_verl.settings import ArenaSettings, JudgeSettings
+from arena_verl.settings import arena_settings, judge_settings
 from arena_verl.testing.toy import build_toy_model
 from helpers.ray_local import local_ray
 
@@ -26,7 +26,7 @@ class ScriptedJudge(ModelJudge):
     name = "scripted"
 
     def __init__(self, replies, **settings):
-        super().__init__(JudgeSettings(**{**FAST, **settings}))
+        super().__init__(judge_settings(**{**FAST, **settings}))
         self.replies = list(replies)
         self.temperatures = []
 
@@ -112,7 +112,7 @@ def test_openai_client_retries_5xx_stops_on_4xx_and_reuses_connections(scripted_
 
     async def scenario():
         runner, port = await start()
-        settings = JudgeSettings(backend="openai", base_url=f"http://127.0.0.1:{port}/v1", model_path="judge", **FAST)
+        settings = judge_settings(backend="openai", base_url=f"http://127.0.0.1:{port}/v1", model_path="judge", **FAST)
         judge = OpenAIJudge(settings)
         try:
             state["queue"] += [(503, ""), (200, "[[B]]")]
@@ -142,8 +142,8 @@ def test_transformers_judge_generates_inside_the_referee_actor(toy_model):
     from arena_verl.actors.referee_actor import RefereeActor
     from arena_verl.core.referee import Submission
 
-    judge = JudgeSettings(backend="transformers", model_path=str(toy_model), max_new_tokens=8, **FAST)
-    settings = dataclasses.replace(ArenaSettings(group_size=4, referee_name="tf-referee"), judge=judge)
+    judge = judge_settings(backend="transformers", model_path=str(toy_model), max_new_tokens=8, **FAST)
+    settings = dataclasses.replace(arena_settings(group_size=4, referee_name="tf-referee"), judge=judge)
     with local_ray():
         actor = ray.remote(RefereeActor).options(max_concurrency=100).remote(settings)
         assert ray.get(actor.judge_backend.remote()) == "transformers"
@@ -174,7 +174,7 @@ def test_transformers_reads_verdict_probabilities_from_one_forward_pass(toy_mode
     from arena_verl.judge.prompting.messages import build_pairwise_messages
     from arena_verl.judge.verdicts.label_probs import pairwise_targets
 
-    judge = TransformersJudge(JudgeSettings(backend="transformers", model_path=str(toy_model), verdict="probability",
+    judge = TransformersJudge(judge_settings(backend="transformers", model_path=str(toy_model), verdict="probability",
                                             low_mass_floor=0.5, **{**FAST, "parse_retries": 0}))  # fmt: skip
     messages = build_pairwise_messages("What is 2+2?", "x = 4", "4", delimiter="trace-0123456789abcdef")
     targets = pairwise_targets()

@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from arena_verl.settings import ArenaSettings
+from arena_verl.settings import arena_settings
 from arena_verl.tools import recipe, runlog
 from helpers import paths
 from helpers.config_keys import suspicious_keys
+from helpers.settings_snapshot import ADDED, SNAPSHOT, arena_leaves
 
 REPO = paths.REPO
 EXPERIMENTS = sorted(p.stem for p in (REPO / "configs").glob("*.yaml") if p.stem != "arena_ppo")
@@ -74,6 +75,11 @@ def test_dry_run_on_an_empty_checkout_exits_0_and_shows_the_composed_config(name
     config_name, overrides = overrides_of(command_of(result.stdout))
     config = recipe.compose_experiment(config_name, overrides)
     assert suspicious_keys(config, verl_keys) == []
+    # The settings redesign changed no key: the reward.arena leaves of before it (tests/unit/test_settings_snapshot)
+    before = json.loads(
+        json.dumps(SNAPSHOT[f"recipe {name} SETTING=node8"]["leaves"]).replace("/tmp/snap", str(tmp_path))
+    )
+    assert arena_leaves(config) == {**before, **ADDED}
     assert config.trainer.resume_mode == "auto"
     assert config.trainer.default_local_dir == str(tmp_path / "run" / "checkpoints")
     if name.startswith("rlvr"):
@@ -128,7 +134,7 @@ def test_judge_replicas_from_judge_url_or_the_url_file_reach_the_judge_as_a_list
     ready = run_recipe("arena_live", tmp_path, "--dry-run", JUDGE_URL_FILE=str(url_file))
     config = recipe.compose_experiment(*overrides_of(command_of(ready.stdout)))
     judge = settings_from_config(config).judge
-    assert judge.base_url == "http://10.0.0.7:8000/v1,http://10.0.0.8:8000/v1"
+    assert judge.options.base_url == "http://10.0.0.7:8000/v1,http://10.0.0.8:8000/v1"
 
 
 @pytest.mark.parametrize(
@@ -244,12 +250,12 @@ def test_shellcheck_passes_on_every_shell_script():
 
 def test_judge_calls_per_group_follow_the_schedule():
     n8 = dict(group_size=8)
-    assert recipe.judge_calls_per_group(ArenaSettings(mode="arena", strategy="live", **n8)) == 18  # 1 + 2 + 3 * 5
-    assert recipe.judge_calls_per_group(ArenaSettings(mode="arena", strategy="round_robin", **n8)) == 28
-    assert recipe.judge_calls_per_group(ArenaSettings(mode="tournament_all", two_sided=True, **n8)) == 56
-    assert recipe.judge_calls_per_group(ArenaSettings(mode="arena", strategy="info_gain", budget=12, **n8)) == 12
-    assert recipe.judge_calls_per_group(ArenaSettings(mode="adaptive_pointwise", **n8)) == 8
-    assert recipe.judge_calls_per_group(ArenaSettings(mode="rlvr", **n8)) == 0
+    assert recipe.judge_calls_per_group(arena_settings(mode="arena", strategy="live", **n8)) == 18  # 1 + 2 + 3 * 5
+    assert recipe.judge_calls_per_group(arena_settings(mode="arena", strategy="round_robin", **n8)) == 28
+    assert recipe.judge_calls_per_group(arena_settings(mode="tournament_all", two_sided=True, **n8)) == 56
+    assert recipe.judge_calls_per_group(arena_settings(mode="arena", strategy="info_gain", budget=12, **n8)) == 12
+    assert recipe.judge_calls_per_group(arena_settings(mode="adaptive_pointwise", **n8)) == 8
+    assert recipe.judge_calls_per_group(arena_settings(mode="rlvr", **n8)) == 0
 
 
 def test_runlog_tables_step_time_and_generations(tmp_path, capsys):

@@ -10,7 +10,7 @@ import ray
 from arena_verl.core.names import FALLBACK_REFEREE_LOST
 from arena_verl.core.referee import Submission, Verdict
 from arena_verl.judge import Trace
-from arena_verl.settings import ArenaSettings
+from arena_verl.settings import ArenaSettings, arena_settings
 from arena_verl.verify.math_verifier import VerifyResult
 from arena_verl.verl_edge import referee_client
 from arena_verl.verl_edge.extra_info import sample_key
@@ -37,7 +37,7 @@ class DeadHandle:
 def verdict_with(handle, monkeypatch, patience=0.5):
     monkeypatch.setattr(referee_client, "referee_handle", lambda settings, uid: handle)
     monkeypatch.setattr(referee_client, "UNAVAILABLE_PATIENCE_S", patience)
-    client = referee_client.RefereeClient(ArenaSettings(group_size=8))
+    client = referee_client.RefereeClient(arena_settings(group_size=8))
     submission = Submission("u", "k", "p", Trace("t"), verifier_reward=1.0)
     return asyncio.run(client.verdict(submission))
 
@@ -65,7 +65,7 @@ def test_sample_keys_and_math_sources():
     assert source("gpqa_diamond").verifier == "multiple_choice"
     assert source("codecontests").verifier == "verl" and source("codecontests").template == "code"
     assert source("trivia").verifier == "verl" and source("trivia", "math").verifier == "math"  # the row's ability
-    everything = SimpleNamespace(settings=ArenaSettings(math_data_sources=("*",)))
+    everything = SimpleNamespace(settings=arena_settings(math_data_sources=("*",)))
     assert ArenaRewardManager._source(everything, "trivia").verifier == "math"
     assert ArenaRewardManager._source(everything, "codecontests").verifier == "math"  # "*": all
 
@@ -91,7 +91,10 @@ def test_verl_served_judge_uses_the_router_address():
         }
     )
     settings = with_verl_router(settings_from_config(config), config, "127.0.0.1:8000")
-    assert settings.judge.base_url == "http://127.0.0.1:8000/v1" and settings.judge.model_path == "/models/judge"
+    assert (
+        settings.judge.options.base_url == "http://127.0.0.1:8000/v1"
+        and settings.judge.options.model_path == "/models/judge"
+    )
     with pytest.raises(ValueError, match="reward.reward_model.enable=true"):
         with_verl_router(settings_from_config(config), config, None)
     config.reward.reward_model.rollout.free_cache_engine = True  # verl's default: the judge would sleep for good
@@ -111,7 +114,7 @@ def test_multiple_choice_sources_are_scored_by_letter_not_by_verls_default():
     from verl.utils.reward_score import default_compute_score
 
     manager = ArenaRewardManager.__new__(ArenaRewardManager)
-    manager.settings = ArenaSettings(group_size=8)
+    manager.settings = arena_settings(group_size=8)
     manager.scorers = Scorers(None, default_compute_score)
 
     def verify(text, truth, source="gpqa_diamond"):
@@ -137,7 +140,7 @@ def test_multiple_choice_sources_are_scored_by_letter_not_by_verls_default():
 def test_acc_of_a_reward_function_is_its_own_acc_or_a_full_score(result, solved):
     """A code scorer's fraction of passed tests (0.3) is not a solved problem (pass@k and DAPO's acc filter)."""
     manager = ArenaRewardManager.__new__(ArenaRewardManager)
-    manager.settings = ArenaSettings(group_size=8)
+    manager.settings = arena_settings(group_size=8)
     manager.scorers = Scorers(None, lambda **kwargs: result)
 
     async def run():

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from arena_verl.judge import Trace, make_judge
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings import judge_settings
 from arena_verl.testing import smollm2
 
 MISSING = (
@@ -100,7 +100,7 @@ def test_transformers_loads_it_and_chats_through_the_template(model_dir, one_thr
 
 
 def test_real_transformers_judge_on_two_pairs(model_dir, one_thread):
-    settings = JudgeSettings(backend="transformers", model_path=str(model_dir), max_new_tokens=16, timeout_s=120.0,
+    settings = judge_settings(backend="transformers", model_path=str(model_dir), max_new_tokens=16, timeout_s=120.0,
                              retries=0, parse_retries=1, dtype="float32")  # fmt: skip
     judge = make_judge(settings)
     generations = []

@@ -1,7 +1,7 @@
-"""The documentation stays true to the code: the config reference (docs/config.md) agrees with the settings
-dataclasses and the yaml that declares the defaults for verl; the README stays short; every relative link, repository
-path, ``python -m arena_verl.X`` module and ``arena-verl`` command the README and docs/ mention exists; the index
-docs/README.md lists every page."""
+"""The documentation stays true to the code: the config reference (docs/config.md) and the yaml that declares the
+defaults for verl are written from the settings' declarations (not stale); the README stays short; every relative
+link, repository path, ``python -m arena_verl.X`` module and ``arena-verl`` command the README and docs/ mention
+exists; the index docs/README.md lists every page."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from pathlib import Path
 
 import yaml
 
-from arena_verl.settings import ArenaSettings, JudgeSettings
+from arena_verl.backend_registry import BACKENDS
+from arena_verl.settings import ArenaSettings, settings_leaves
+from arena_verl.tools import config_docs
 from arena_verl.tools.cli import COMMANDS
 from helpers import paths
 
 README = paths.REPO / "README.md"
 DOCS = paths.REPO / "docs"
-CONFIG_DOC = DOCS / "config.md"
-DEFAULTS_YAML = paths.CONFIGS / "arena_manager" / "default.yaml"
 MAX_README_LINES = 320
 
 
@@ -36,108 +36,36 @@ def relative(path: Path) -> str:
 
 # --- the config reference --------------------------------------------------------------------------------------------
 
-_SECTION = re.compile(r"^## `(reward\.arena(?:\.judge)?)\.\*`\s*$")
-_ROW = re.compile(r"^\|\s*`([a-z_0-9]+)`\s*\|\s*`([^`]*)`\s*\|")
+
+def test_the_config_reference_and_the_yaml_are_written_from_the_settings_declarations():
+    """Run `arena-verl config-docs` after changing a key's declaration (its default, range or help)."""
+    assert config_docs.stale_files() == []
 
 
-def documented_defaults(text: str) -> dict[str, object]:
-    """``{"reward.arena.l2": 0.1, ...}`` from the tables under the ``## `reward.arena.*``` headings (yaml literals)."""
-    found: dict[str, object] = {}
-    prefix = None
-    for line in text.splitlines():
-        heading = _SECTION.match(line)
-        if heading:
-            prefix = heading.group(1)
-        elif line.startswith("#"):
-            prefix = None
-        elif prefix and (row := _ROW.match(line)):
-            key = f"{prefix}.{row.group(1)}"
-            if key in found:
-                raise AssertionError(f"{relative(CONFIG_DOC)} lists {key} twice")
-            found[key] = yaml.safe_load(row.group(2))
-    return found
+def test_a_changed_declaration_makes_them_stale(monkeypatch):
+    from arena_verl.core.options import TournamentOptions
+
+    field = TournamentOptions.__dataclass_fields__["l2"]
+    monkeypatch.setattr(field, "default", 0.2)
+    assert config_docs.stale_files() == [config_docs.DEFAULTS_YAML, config_docs.CONFIG_DOC]
+    assert "    l2: 0.2  # Bradley-Terry" in config_docs.render_yaml()
 
 
-def _plain(value: object) -> object:
-    return list(value) if isinstance(value, tuple) else value
-
-
-def dataclass_defaults() -> dict[str, object]:
-    found = {}
-    for prefix, cls in (("reward.arena", ArenaSettings), ("reward.arena.judge", JudgeSettings)):
-        for f in dataclasses.fields(cls):
-            if f.name == "judge":  # the nested JudgeSettings, listed key by key
-                continue
-            found[f"{prefix}.{f.name}"] = _plain(f.default)
-    return found
-
-
-def yaml_defaults() -> dict[str, object]:
-    arena = yaml.safe_load(DEFAULTS_YAML.read_text(encoding="utf-8"))["reward"]["arena"]
-    found = {f"reward.arena.{k}": v for k, v in arena.items() if k != "judge"}
-    found.update({f"reward.arena.judge.{k}": v for k, v in arena["judge"].items()})
-    return found
-
-
-def same(a: object, b: object) -> bool:
-    """Equal as config values: 900 and 900.0 are the same number, but true is not 1 and "1e-6" is not 1e-6."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return float(a) == float(b)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
-
-
-def config_disagreements(sources: dict[str, dict[str, object]]) -> list[str]:
-    """One line per key that is missing from a source or whose default differs between sources."""
-    problems = []
-    for key in sorted(set().union(*sources.values())):
-        missing = [name for name, values in sources.items() if key not in values]
-        if missing:
-            problems.append(f"{key}: missing from {', '.join(missing)}")
-            continue
-        values = {name: values[key] for name, values in sources.items()}
-        first = next(iter(values.values()))
-        if not all(same(first, v) for v in values.values()):
-            problems.append(f"{key}: defaults differ: " + ", ".join(f"{name} says {v!r}" for name, v in values.items()))
-    return problems
-
-
-def config_sources(doc_text: str | None = None) -> dict[str, dict[str, object]]:
-    text = CONFIG_DOC.read_text(encoding="utf-8") if doc_text is None else doc_text
-    return {
-        relative(CONFIG_DOC): documented_defaults(text),
-        "the settings dataclasses": dataclass_defaults(),
-        relative(DEFAULTS_YAML): yaml_defaults(),
-    }
-
-
-def test_the_config_reference_the_dataclasses_and_the_yaml_agree():
-    sources = config_sources()
-    assert len(sources[relative(CONFIG_DOC)]) > 50  # the tables were found
-    problems = config_disagreements(sources)
-    assert not problems, "\n".join(problems)
-
-
-def test_a_default_that_differs_is_named():
-    text = CONFIG_DOC.read_text(encoding="utf-8").replace("| `l2` | `0.1` |", "| `l2` | `0.2` |")
-    problems = config_disagreements(config_sources(text))
-    assert problems == [
-        "reward.arena.l2: defaults differ: docs/config.md says 0.2, the settings dataclasses says 0.1, "
-        "configs/arena_manager/default.yaml says 0.1"
-    ]
-
-
-def test_a_key_left_out_of_the_docs_is_named():
-    text = CONFIG_DOC.read_text(encoding="utf-8").replace("| `sim_tie_rate` | `0.0` |", "| sim_tie_rate | 0.0 |")
-    problems = config_disagreements(config_sources(text))
-    assert problems == ["reward.arena.judge.sim_tie_rate: missing from docs/config.md"]
-
-
-def test_a_boolean_is_not_a_number():
-    assert not same(True, 1) and not same("1e-6", 1e-6) and same(900, 900.0) and same(["a"], ["a"])
+def test_every_key_the_reader_accepts_is_in_the_yaml_and_the_tables():
+    arena = yaml.safe_load(config_docs.render_yaml())["reward"]["arena"]
+    tables = config_docs.render_tables()
+    settings = settings_leaves(ArenaSettings())
+    for key in settings:
+        *parents, name = key.split(".")
+        node = arena
+        for part in parents:
+            node = node[part]
+        assert name in node, key
+        assert f"| `{name}` |" in tables, key
+    built_in = [entry.options for entry in BACKENDS.values() if entry.options.__module__.startswith("arena_verl.")]
+    for options in built_in:  # every built-in backend's own keys, at their defaults
+        for f in dataclasses.fields(options):
+            assert f.name in arena["judge"] and f"| `{f.name}` |" in tables, f.name
 
 
 # --- the README and the links ----------------------------------------------------------------------------------------

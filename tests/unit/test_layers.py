@@ -177,3 +177,68 @@ def test_the_rule_catches_an_upward_import(tmp_path, module, source, expected):
         assert any(expected in problem for problem in found), found
     else:
         assert found == [], found
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Module -> the package's modules it imports at module level, type-only imports included (``if TYPE_CHECKING:``
+    blocks count: a type-only circle is a circle of declarations)."""
+    modules = {module_name(path, package): path for path in sorted(package.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        lines = _module_level_import_lines(path)
+        graph[module] = {
+            target
+            for line, target, _ in imports_of(path, module, type_only=True)
+            if line in lines and target in modules and target != module
+        }
+    return graph
+
+
+def _module_level_import_lines(path: Path) -> set[int]:
+    """The lines of the imports a module runs when it is imported (in ``if`` / ``try`` blocks too, not in functions)."""
+    lines: set[int] = set()
+    pending = list(ast.parse(path.read_text(encoding="utf-8")).body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            lines.add(node.lineno)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            pending += [*node.body, *getattr(node, "orelse", []), *getattr(node, "finalbody", [])]
+            pending += [stmt for handler in getattr(node, "handlers", []) for stmt in handler.body]
+    return lines
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph`` (each as the modules on it, from a depth-first walk)."""
+    found, state, stack = [], {}, []
+
+    def walk(module: str) -> None:
+        state[module] = "open"
+        stack.append(module)
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == "open":
+                found.append(stack[stack.index(target) :] + [target])
+            elif target not in state:
+                walk(target)
+        stack.pop()
+        state[module] = "done"
+
+    for module in sorted(graph):
+        if module not in state:
+            walk(module)
+    return found
+
+
+def test_no_module_imports_itself_back_not_even_for_types():
+    assert cycles(import_graph()) == []
+
+
+def test_the_cycle_check_counts_type_only_imports(tmp_path):
+    fake = tmp_path / "arena_verl"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("")
+    (fake / "settings.py").write_text("from arena_verl.settings_judge import JudgeSettings\n")
+    (fake / "settings_judge.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from arena_verl.settings import ArenaSettings\n"
+    )
+    assert cycles(import_graph(fake)) == [["arena_verl.settings", "arena_verl.settings_judge", "arena_verl.settings"]]

@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from arena_verl.settings import (
-    ArenaSettings,
     ContradictoryLimits,
-    JudgeSettings,
+    arena_settings,
+    judge_settings,
     limit_contradictions,
     settings_from_config,
 )
@@ -49,9 +49,9 @@ def test_the_call_budget_counts_retries_parse_retries_and_probability_reads():
     assert settings.judge.call_budget_s == 4 * (2 * 100 + 4)  # 816 s: fits
     with pytest.raises(ContradictoryLimits, match="816"):
         read(tournament_timeout_s=800, judge={"timeout_s": 100, "retries": 1, "parse_retries": 3})
-    probability = JudgeSettings(verdict="probability", timeout_s=100, retries=0, backoff_s=0.0)
-    assert limit_contradictions(ArenaSettings(group_size=8, tournament_timeout_s=250, judge=probability))
-    assert not limit_contradictions(ArenaSettings(group_size=8, tournament_timeout_s=300, judge=probability))
+    probability = judge_settings(verdict="probability", timeout_s=100, retries=0, backoff_s=0.0)
+    assert limit_contradictions(arena_settings(group_size=8, tournament_timeout_s=250, judge=probability))
+    assert not limit_contradictions(arena_settings(group_size=8, tournament_timeout_s=300, judge=probability))
 
 
 def test_the_python_backend_is_bounded_by_its_timeout_alone_and_rlvr_by_nothing():
@@ -59,7 +59,7 @@ def test_the_python_backend_is_bounded_by_its_timeout_alone_and_rlvr_by_nothing(
     assert read(tournament_timeout_s=600, judge=python).judge.timeout_s == 500  # its calls are not retried
     with pytest.raises(ContradictoryLimits, match=r"judge\.timeout_s; the python backend does not retry"):
         read(tournament_timeout_s=400, judge=python)
-    assert read(mode="rlvr", tournament_timeout_s=1, judge={"timeout_s": 1200}).mode == "rlvr"  # no judge runs
+    assert read(mode="rlvr", tournament_timeout_s=1, judge={"timeout_s": 1200}).referee.mode == "rlvr"  # no judge runs
 
 
 def test_a_range_error_still_comes_first_and_alone():
@@ -93,7 +93,7 @@ def test_the_shipped_settings_agree(name, completion_grace):
     arena["completion_grace"] = completion_grace
     settings = settings_from_config({"reward": {"arena": arena}, "actor_rollout_ref": {"rollout": {"n": 8}}})
     assert limit_contradictions(settings) == []
-    assert settings.tournament_timeout_s >= settings.judge.call_budget_s
+    assert settings.referee.tournament_timeout_s >= settings.judge.call_budget_s
 
 
 def test_the_recipes_show_reports_every_contradiction_with_the_users_overrides(capsys):
@@ -116,13 +116,13 @@ def test_the_null_default_is_what_the_judge_needs_and_the_offline_tools_are_neve
     900 s; the offline tools read a judge spec through the same reader, with no tournament of their own."""
     from arena_verl.judge.spec import judge_settings_from_spec
 
-    assert ArenaSettings(group_size=8).tournament_timeout_s == 900.0  # a 736 s call budget
-    probability = JudgeSettings(verdict="probability")
-    assert ArenaSettings(group_size=8, judge=probability).tournament_timeout_s == 1104.0  # 3 reads x 368 s
-    thinking = JudgeSettings(verdict="probability", think_first=True)
-    assert ArenaSettings(group_size=8, judge=thinking).tournament_timeout_s == 2944.0
-    graced = ArenaSettings(group_size=8, completion_grace=20.0, judge=JudgeSettings(timeout_s=100))
-    assert graced.tournament_timeout_s == 2000.0 and limit_contradictions(graced) == []
-    assert read(judge={"timeout_s": 1200, "max_new_tokens": 8192}).tournament_timeout_s == 7216.0
+    assert arena_settings(group_size=8).referee.tournament_timeout_s == 900.0  # a 736 s call budget
+    probability = judge_settings(verdict="probability")
+    assert arena_settings(group_size=8, judge=probability).referee.tournament_timeout_s == 1104.0  # 3 reads x 368 s
+    thinking = judge_settings(verdict="probability", think_first=True)
+    assert arena_settings(group_size=8, judge=thinking).referee.tournament_timeout_s == 2944.0
+    graced = arena_settings(group_size=8, completion_grace=20.0, judge=judge_settings(timeout_s=100))
+    assert graced.referee.tournament_timeout_s == 2000.0 and limit_contradictions(graced) == []
+    assert read(judge={"timeout_s": 1200, "max_new_tokens": 8192}).referee.tournament_timeout_s == 7216.0
     judge = judge_settings_from_spec("simulated", verdict="probability", think_first=True)  # audit-judge's
     assert judge.think_first and judge.verdict == "probability"

@@ -16,7 +16,7 @@ import types
 from pathlib import Path
 
 from arena_verl.core.referee.metrics import COUNTERS, derive_metrics
-from arena_verl.settings import ArenaSettings
+from arena_verl.settings import arena_settings
 from arena_verl.verl_edge.advantage import ROUTES, route_figures
 from arena_verl.verl_edge.tracking import ArenaMetricsReader, generation_metrics
 
@@ -27,12 +27,16 @@ _NAME = re.compile(r"(arena/)?[a-z][a-z0-9_]*(\|[a-z][a-z0-9_]*)*")
 _COUNTER_LIST_START = "and the counters"
 
 
+def _unreachable(shard: int):
+    raise ConnectionError(f"referee shard {shard} is not up")  # the reader logs no shard's counters, its own only
+
+
 def emitted_names(monkeypatch) -> set[str]:
     """Every per-step name the code logs: the derived figures of counts where every counter is non-zero (so that the
     figures left out of a step with nothing to measure are there too), plus the tracker hook's own."""
     names = set(derive_metrics({key: 1.0 for key in COUNTERS}))
     monkeypatch.setitem(sys.modules, "ray", types.ModuleType("ray"))  # no referee shard is read: no Ray needed
-    names |= set(ArenaMetricsReader(ArenaSettings(num_referees=0)).step_metrics())
+    names |= set(ArenaMetricsReader(arena_settings(), read_shard=_unreachable).step_metrics())
     names |= set(generation_metrics({}, prompts_per_batch=1, group_size=1))
     names |= set(route_figures([1.0] * len(ROUTES), ROUTES))
     return names

@@ -3,7 +3,8 @@
 import pytest
 from omegaconf import OmegaConf
 
-from arena_verl.settings import settings_from_config
+from arena_verl.backend_registry.builtin import VllmOptions
+from arena_verl.settings import judge_settings, settings_from_config
 from helpers import paths
 
 
@@ -16,8 +17,13 @@ def config(arena=None, n=8):
 
 def test_defaults_and_group_size_from_rollout_n():
     s = settings_from_config(config())
-    assert (s.mode, s.strategy, s.group_size, s.judge.backend) == ("arena", "live", 8, "simulated")
-    assert settings_from_config(config({"group_size": 4})).group_size == 4
+    assert (s.referee.mode, s.tournament.strategy, s.referee.group_size, s.judge.backend) == (
+        "arena",
+        "live",
+        8,
+        "simulated",
+    )
+    assert settings_from_config(config({"group_size": 4})).referee.group_size == 4
 
 
 def test_values_are_read_and_typed():
@@ -26,8 +32,13 @@ def test_values_are_read_and_typed():
                 "two_sided": True, "validation_splits": ["eval"],
                 "judge": {"backend": "simulated", "sim_position_bias": 0.5}})
     )  # fmt: skip
-    assert s.mode == "tournament_all" and s.budget == 20 and s.reward_scale == 0.75 and s.two_sided is True
-    assert s.validation_splits == ("eval",) and s.judge.sim_position_bias == 0.5
+    assert (
+        s.referee.mode == "tournament_all"
+        and s.tournament.budget == 20
+        and s.referee.reward_scale == 0.75
+        and s.tournament.two_sided is True
+    )
+    assert s.validation_splits == ("eval",) and s.judge.options.sim_position_bias == 0.5
 
 
 @pytest.mark.parametrize(
@@ -65,7 +76,7 @@ def test_values_are_read_and_typed():
         ({"judge": {"backend": "transformers"}}, r"reward\.arena\.judge\.model_path is required"),
         ({"judge": {"backend": "openai", "model_path": "m"}}, r"reward\.arena\.judge\.base_url is required"),
         ({"judge": {"backend": "openai", "base_url": "http://x"}}, r"reward\.arena\.judge\.model_path is required"),
-        ({"judge": {"retries": -1}}, r"reward\.arena\.judge\.retries must be >= 0"),
+        ({"judge": {"retries": -1}}, r"reward\.arena\.judge\.retries must be in \[0, 100\]"),
         ({"judge": {"gpu_memory_utilization": 1.5}}, r"gpu_memory_utilization must be in \(0, 1\]"),
     ],
 )
@@ -81,9 +92,11 @@ def test_missing_rollout_n_is_an_error():
 
 def test_nulls_and_numbers():
     s = settings_from_config(
-        config({"budget": None, "mode": None, "num_referees": 2.0, "judge": {"max_model_len": None}})
-    )
-    assert s.budget is None and s.mode == "arena" and s.num_referees == 2 and s.judge.max_model_len is None
+        config({"budget": None, "mode": None, "num_referees": 2.0,
+                "judge": {"backend": "vllm", "model_path": "/m", "max_model_len": None, "num_engines": 2.0}})
+    )  # fmt: skip
+    assert s.tournament.budget is None and s.referee.mode == "arena" and s.num_referees == 2
+    assert s.judge.options == VllmOptions(model_path="/m", max_model_len=None, num_engines=2)
     with pytest.raises(ValueError, match=r"reward\.arena\.num_referees must be of type int"):
         settings_from_config(config({"num_referees": 2.5}))
     with pytest.raises(ValueError, match=r"reward\.arena\.l2 must be of type float"):
@@ -91,10 +104,12 @@ def test_nulls_and_numbers():
 
 
 def test_the_mode_picks_its_strategy_unless_one_is_given():
-    assert settings_from_config(config({"mode": "tournament_all"})).strategy == "round_robin"  # ArenaRL
-    assert settings_from_config(config({"mode": "tournament_all", "strategy": None})).strategy == "round_robin"
-    assert settings_from_config(config({"mode": "tournament_all", "strategy": "live"})).strategy == "live"
-    assert settings_from_config(config({"mode": "arena"})).strategy == "live"
+    assert settings_from_config(config({"mode": "tournament_all"})).tournament.strategy == "round_robin"  # ArenaRL
+    assert (
+        settings_from_config(config({"mode": "tournament_all", "strategy": None})).tournament.strategy == "round_robin"
+    )
+    assert settings_from_config(config({"mode": "tournament_all", "strategy": "live"})).tournament.strategy == "live"
+    assert settings_from_config(config({"mode": "arena"})).tournament.strategy == "live"
 
 
 def test_the_config_file_leaves_the_strategy_to_the_mode():
@@ -102,12 +117,12 @@ def test_the_config_file_leaves_the_strategy_to_the_mode():
     manager = paths.CONFIGS / "arena_manager" / "default.yaml"
     arena = OmegaConf.load(manager).reward.arena
     arena.mode = "tournament_all"
-    assert settings_from_config(config(OmegaConf.to_container(arena))).strategy == "round_robin"
+    assert settings_from_config(config(OmegaConf.to_container(arena))).tournament.strategy == "round_robin"
 
 
 def test_reward_scale_above_one_with_the_opt_in():
     s = settings_from_config(config({"reward_scale": 2.0, "allow_reward_scale_above_one": True}))
-    assert s.reward_scale == 2.0
+    assert s.referee.reward_scale == 2.0
 
 
 def test_answer_extraction():
@@ -117,14 +132,13 @@ def test_answer_extraction():
 
 def test_the_call_budget_covers_every_step_of_a_probability_verdict():
     from arena_verl.core.names import PROBABILITY_READS_PER_VERDICT
-    from arena_verl.settings import JudgeSettings
 
-    generate = JudgeSettings(timeout_s=10.0, retries=1, backoff_s=1.0, parse_retries=1)
+    generate = judge_settings(timeout_s=10.0, retries=1, backoff_s=1.0, parse_retries=1)
     per_step = 2 * 10.0 + 4 * 1.0  # two tries of 10 s, backoff 2 x 1 s doubled
     assert generate.call_budget_s == 2 * per_step  # a re-ask
-    probability = JudgeSettings(timeout_s=10.0, retries=1, backoff_s=1.0, parse_retries=1, verdict="probability")
+    probability = judge_settings(timeout_s=10.0, retries=1, backoff_s=1.0, parse_retries=1, verdict="probability")
     assert probability.call_budget_s == PROBABILITY_READS_PER_VERDICT * per_step  # no re-ask: the reads
-    thinking = JudgeSettings(
+    thinking = judge_settings(
         timeout_s=10.0, retries=1, backoff_s=1.0, parse_retries=1, verdict="probability", think_first=True
     )
     assert thinking.call_budget_s == 2 * (PROBABILITY_READS_PER_VERDICT + 1) * per_step  # reasoning, reads, re-asked

@@ -53,6 +53,7 @@ COUNTERS = (
     "judge_cached_tokens",  # ... of them served from the engine's prefix cache
     "judge_trace_tokens",  # the judged traces' tokens as shown, once per group (the cost bound's N x L)
     "judge_calls_rerouted",  # requests sent past their group's replica or engine, which was out of the ring
+    "judge_calls_simulated",  # ... made by a SIMULATED judge (no model read the traces): arena/simulated_judge
     # Thin groups (fallback_thin): the verdicts they got and the verdicts their tournaments planned.
     "thin_verdicts",
     "thin_planned",
@@ -203,6 +204,8 @@ def derive_metrics(counts: dict[str, float]) -> dict[str, float]:
         return counts.get(numerator, 0.0) / denominator if denominator else 0.0
 
     out["arena/alpha"] = uniform / groups if groups else 0.0
+    # The share of the step's judge calls that a SIMULATED judge answered (1.0: no model judged anything).
+    out["arena/simulated_judge"] = share("judge_calls_simulated", counts.get("judge_calls", 0))
     out["arena/all_correct_share"] = share("groups_all_correct", groups)
     out["arena/all_incorrect_share"] = share("groups_all_incorrect", groups)
     out["arena/all_correct_share_of_uniform"] = share("groups_all_correct", uniform)

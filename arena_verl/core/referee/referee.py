@@ -31,7 +31,7 @@ from arena_verl.core.names import (
     ROUTE_POINTWISE,
     ROUTE_TOURNAMENT,
 )
-from arena_verl.core.options import RefereeOptions
+from arena_verl.core.options import RefereeOptions, TournamentOptions
 from arena_verl.core.referee.admission import (
     LatencyEstimate,
     call_priority,
@@ -75,10 +75,22 @@ __all__ = ["Referee"]
 class Referee:
     """Group referee for one job (or one shard of its uids)."""
 
-    def __init__(self, options: RefereeOptions, judge: Judge):
+    def __init__(
+        self,
+        options: RefereeOptions,
+        tournament: TournamentOptions,
+        judge: Judge,
+        *,
+        call_budget_s: float,
+        judge_slots: int,
+    ):
+        """``options`` and ``tournament``: the settings' parts; ``call_budget_s``: the longest one judge call may take
+        (its retries included); ``judge_slots``: this referee's share of the judge's concurrency."""
         self.options = options
+        self.tournament = tournament
+        self.call_budget_s = call_budget_s
         self.judge = judge
-        self._limiter = PriorityLimiter(options.judge_slots)
+        self._limiter = PriorityLimiter(judge_slots)
         self._latency = LatencyEstimate()  # typical duration of one judge call
         self._judge_seen = dict.fromkeys(JUDGE_STAT_COUNTERS.values(), 0)  # judge counts already charged to a step
         self._book = GroupBook(options.group_size)
@@ -137,9 +149,7 @@ class Referee:
 
     def metrics(self, step: int | None = None) -> dict[str, float]:
         """Counters and derived figures, for one step (``global_steps``, when verl sends it) or since the start."""
-        out = derive_metrics(self._counters.counts(step))
-        out["arena/simulated_judge"] = float(self.judge.name == "simulated")
-        return out
+        return derive_metrics(self._counters.counts(step))
 
     def clock(self) -> dict[str, float]:
         """When the last sample arrived and when the last routed group was answered (``time.time()``; 0 = never).
@@ -198,7 +208,7 @@ class Referee:
             priority = PRIORITY_COMPLETE if group is None else call_priority(group.complete)
             return self._limiter.slot(priority)
 
-        return CallBounds(slot=slot, deadline_s=self.options.call_budget_s, latency=self._latency)
+        return CallBounds(slot=slot, deadline_s=self.call_budget_s, latency=self._latency)
 
     def _idle_gate(self, group: Group):
         """Load shedding for one group's tournament (see admission.SHED_SPECULATION_AT)."""
@@ -221,7 +231,7 @@ class Referee:
             bound_judge(compare, self._call_bounds(group)),  # bounded here, once: the tournament calls it as it is
             seed=stable_seed(group.uid),
             idle_gate=self._idle_gate(group),
-            **self.options.tournament.tournament_kwargs(),
+            **self.tournament.tournament_kwargs(),
         )
 
     # -- answering ------------------------------------------------------------------------------------------------
@@ -265,7 +275,7 @@ class Referee:
         self._count(group.step, "judge_calls_dropped", result.dropped_calls)
         rewards = tournament_rewards(self.options.mode, result.strengths, group.rewards(), self.options.reward_scale)
         group.position = position_figures(result.comparisons)
-        if self.options.tournament.order_effect and result.answered_calls > 0:
+        if self.tournament.order_effect and result.answered_calls > 0:
             group.order_effect = float(result.order_effect)
         certainty = group_certainty(group.size, result.comparisons, result.strengths, result.order_effect)
         verdicts = tournament_verdicts(
@@ -279,7 +289,7 @@ class Referee:
     async def _planned_calls(self, size: int) -> int:
         """The judge calls a group of ``size`` traces plans under this referee's schedule (computed once per size)."""
         if size not in self._planned:
-            self._planned[size] = await count_planned_calls(size, **self.options.tournament.tournament_kwargs())
+            self._planned[size] = await count_planned_calls(size, **self.tournament.tournament_kwargs())
         return self._planned[size]
 
     async def _pointwise(self, group: Group, uniform: bool) -> list[Verdict]:
@@ -349,10 +359,12 @@ class Referee:
             complete=group.complete,
             position=group.position,
             order_effect=group.order_effect,
-            norm_by_std=self.options.advantage_norm_by_std,
+            norm_by_std=self.options.advantage_norm_by_std is not False,  # null: verl's default, true
         )
         if counts["samples_routed"]:
             self._last_routed_answer_at = time.time()
+        if getattr(self.judge, "simulated", False):  # a judge's own fact (the SIMULATED judges say so)
+            counts["judge_calls_simulated"] = counts["judge_calls"]
         # The judge counts low-mass calls and tokens across groups; what is new is charged to the next group answered.
         for counter, field in JUDGE_STAT_COUNTERS.items():
             total = getattr(self.judge.stats, field, 0)

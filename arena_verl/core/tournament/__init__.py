@@ -4,8 +4,9 @@ Pure numpy/scipy (layer L0): no Ray, verl, vLLM or HTTP imports, so it can be te
 The simulated judge lives with the judges (:mod:`arena_verl.judge.simulated.pairs`).
 """
 
-from arena_verl.core.names import FAILURE_POLICIES, STRATEGIES
+from arena_verl.core.names import FAILURE_POLICIES
 from arena_verl.core.rewards import strengths_to_rewards
+from arena_verl.core.strategies import strategy_names
 from arena_verl.core.tournament.bradley_terry import (
     as_comparison_array,
     bradley_terry_posterior,
@@ -73,3 +74,9 @@ __all__ = [
     "valid_outcome",
     "strengths_to_rewards",
 ]
+
+
+def __getattr__(name: str):
+    if name == "STRATEGIES":  # the registered strategies' names, now (a user's included)
+        return strategy_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,7 +112,7 @@ async def run_tournament(
         A number in [0, 1]: P(``first``, shown first, is the better trace), ties splitting their mass (hard
         verdicts: 1.0 first won, 0.0 second won, 0.5 tie); ``None`` for no verdict. Anything else is a failed call.
     strategy : str
-        One of :data:`arena_verl.core.tournament.STRATEGIES`.
+        A registered strategy (:func:`arena_verl.core.strategies.strategy_names`).
     budget : int, optional
         Judge calls for the budgeted strategies (default: the live tournament's count). With ``two_sided`` each
         pair costs two calls.
@@ -120,7 +120,7 @@ async def run_tournament(
         Seeds the presentation order (and the ``random`` strategy).
     **options
         The keyword arguments of :class:`Tournament` (``l2``, ``order_effect``, ``two_sided``, ``mirror_augment``,
-        ``on_failure``, ``max_concurrency``, ``prefix_aware``, ``strategy_knobs``), with its defaults.
+        ``on_failure``, ``max_concurrency``, ``prefix_aware``, ``strategy_options``), with its defaults.
 
     Notes
     -----
@@ -167,9 +167,8 @@ class Tournament:
     ``max_concurrency`` caps the calls in flight of a bare ``judge`` (a :class:`~.judge_call.BoundedJudge`, the
     referee's, is called as it is: its limiter and deadline are its own; every call is contained and validated once,
     in :func:`~.judge_call.bounded_call`); ``prefix_aware`` orders calls for the judge's prefix cache (within the
-    first-position balance); ``strategy_knobs`` are the strategies' own knobs by name, passed through to
-    :func:`~arena_verl.core.tournament.schedulers.make_scheduler` (the scheduler takes those it declares; default:
-    each its own default).
+    first-position balance); ``strategy_options`` are the strategy's own knobs (its options part), passed whole to
+    :func:`~arena_verl.core.tournament.schedulers.make_scheduler` (None: its defaults).
     Verdicts are recorded in the order the calls were made, so the result does not depend on judge latency.
 
     ``wait_for_verdicts`` decides what an arrival sees when traces come faster than verdicts. False (eager): its
@@ -199,7 +198,7 @@ class Tournament:
         max_concurrency: int | None = None,
         prefix_aware: bool = False,
         wait_for_verdicts: bool = False,
-        strategy_knobs: Mapping[str, Any] | None = None,
+        strategy_options: Any = None,
         idle_gate: Callable[[bool], bool] | None = None,
     ):
         if on_failure not in FAILURE_POLICIES:
@@ -209,7 +208,7 @@ class Tournament:
         self._rng = np.random.default_rng(seed)
         self.num_items = num_items
         self.scheduler = make_scheduler(
-            strategy, num_items, pair_budget, seed=self._rng, l2=l2, order_effect=order_effect, knobs=strategy_knobs
+            strategy, num_items, pair_budget, seed=self._rng, l2=l2, order_effect=order_effect, options=strategy_options
         )
         self._judge = self._bounded(judge, max_concurrency)
         self._two_sided, self._mirror, self._on_failure = two_sided, mirror_augment, on_failure

@@ -19,15 +19,16 @@ failure policy and fitting belong to the driver. Budgets are counted in pairs.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 from scipy.special import ndtr
 
-from arena_verl.core.names import FIXED_COUNT_STRATEGIES, STRATEGIES
-from arena_verl.core.options import DEFAULT_L2, STRATEGY_KNOBS
+from arena_verl.core.options import DEFAULT_L2
+from arena_verl.core.strategies import PacedOptions, strategy_of
 from arena_verl.core.tournament.bradley_terry import bradley_terry_posterior
 
 __all__ = [
@@ -40,8 +41,7 @@ __all__ = [
     "live_call_count",
     "round_robin_call_count",
     "make_scheduler",
-    "SCHEDULERS",
-    "STRATEGIES",
+    "scheduler_class",
 ]
 
 Pair = tuple[int, int]
@@ -67,10 +67,6 @@ class Scheduler(ABC):
     spends_rest_on_last_arrival = False
     # True: the driver shows first, in each pair, the trace shown first less often so far (order.present's balance).
     balances_presentation = False
-    # This scheduler's own knobs: keyword arguments of its constructor, by name, with their defaults (one
-    # reward.arena key each, declared in core/options.py's STRATEGY_KNOBS). make_scheduler passes it these and no
-    # other; the constructor checks their values.
-    knobs: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, num_items: int):
         if isinstance(num_items, bool) or not isinstance(num_items, (int, np.integer)) or num_items < 1:
@@ -277,25 +273,19 @@ class PacedScheduler(InfoGainScheduler):
     ``scripts/bench/ranking.py`` and ``scripts/bench/live_latency.py`` measure it against ``live``.
     """
 
-    knobs = STRATEGY_KNOBS["paced"]
-
     def __init__(
         self,
         num_items: int,
         budget: int | None = None,
         *,
-        final_calls: int = knobs["final_calls"],
-        pace: float = knobs["pace"],
+        options: PacedOptions | None = None,
         l2: float = DEFAULT_L2,
         order_effect: bool = False,
     ):
         super().__init__(num_items, budget, per_arrival=1, l2=l2, order_effect=order_effect)
-        if isinstance(final_calls, bool) or not isinstance(final_calls, (int, np.integer)) or final_calls < 1:
-            raise ValueError(f"final_calls must be an integer >= 1, got {final_calls!r}")
-        if not (isinstance(pace, (int, float)) and np.isfinite(pace) and pace > 0):
-            raise ValueError(f"pace must be a finite number > 0, got {pace!r}")
-        self.final_calls = min(int(final_calls), max(1, num_items - 1))
-        self.pace = float(pace)
+        options = options if options is not None else PacedOptions()  # its knobs, checked when they were read
+        self.final_calls = min(options.final_calls, max(1, num_items - 1))
+        self.pace = options.pace
 
     def quota(self, present: int) -> int:
         """Calls that may have been scheduled once ``present`` traces have arrived (before completion)."""
@@ -346,14 +336,13 @@ def _check_budget(num_items: int, budget: int | None) -> int:
     return int(budget)
 
 
-# The scheduler of each strategy (the names: core/names.py's STRATEGIES).
-SCHEDULERS: dict[str, type[Scheduler]] = {
-    "round_robin": RoundRobinScheduler,
-    "live": LiveScheduler,
-    "random": RandomScheduler,
-    "info_gain": InfoGainScheduler,
-    "paced": PacedScheduler,
-}
+def scheduler_class(strategy: str) -> type[Scheduler]:
+    """The scheduler class of ``strategy``'s registry entry (:mod:`arena_verl.core.strategies`)."""
+    scheduler = strategy_of(strategy).scheduler
+    if isinstance(scheduler, str):  # "package.module:Class": imported when a tournament is built
+        module, _, attribute = scheduler.partition(":")
+        scheduler = getattr(importlib.import_module(module), attribute)
+    return scheduler
 
 
 def make_scheduler(
@@ -364,28 +353,28 @@ def make_scheduler(
     seed: int | np.random.Generator | None = 0,
     l2: float = DEFAULT_L2,
     order_effect: bool = False,
-    knobs: Mapping[str, Any] | None = None,
+    options: Any = None,
 ) -> Scheduler:
-    """Build the scheduler named ``strategy`` (one of :data:`STRATEGIES`).
+    """Build the scheduler of ``strategy`` (a registered name: :func:`arena_verl.core.strategies.strategy_names`).
 
     ``budget`` (judge calls; default: the live tournament's count for ``num_items``) applies to the budgeted
-    strategies (``random``, ``info_gain``, ``paced``); ``round_robin`` and ``live`` have fixed counts and reject a
-    budget. ``knobs`` are strategies' own keyword arguments by name (``TournamentOptions.strategy_knobs``): the
-    scheduler gets those it declares (:attr:`Scheduler.knobs`), the others are another strategy's and are left out;
-    a name no scheduler declares is an error.
+    strategies (``random``, ``info_gain``, ``paced``); a strategy of fixed count (``round_robin``, ``live``) rejects
+    a budget. ``options`` are the strategy's own knobs (its entry's options part; None: their defaults), passed
+    whole to a scheduler that declares them. A budgeted scheduler is called with ``(num_items, budget)`` and
+    whichever of ``seed``, ``l2``, ``order_effect`` and ``options`` its constructor takes.
     """
-    if strategy not in SCHEDULERS:
-        raise ValueError(f"unknown strategy {strategy!r}; expected one of {STRATEGIES}")
-    scheduler = SCHEDULERS[strategy]
-    knobs = dict(knobs or {})
-    unknown = sorted(set(knobs) - {name for known in SCHEDULERS.values() for name in known.knobs})
-    if unknown:
-        raise ValueError(f"unknown strategy knobs {unknown}; no scheduler declares them")
-    own = {name: value for name, value in knobs.items() if name in scheduler.knobs}
-    if strategy in FIXED_COUNT_STRATEGIES:
+    entry = strategy_of(strategy)
+    scheduler = scheduler_class(strategy)
+    if entry.options is not None:
+        options = options if options is not None else entry.options()
+        if not isinstance(options, entry.options):
+            raise TypeError(f"strategy {strategy!r} takes {entry.options.__name__} options, got {options!r}")
+    elif options is not None:
+        raise ValueError(f"strategy {strategy!r} has no options of its own, got {options!r}")
+    if entry.fixed_count:
         if budget is not None:
             raise ValueError(f"strategy {strategy!r} has a fixed number of calls; budget must be None")
-        return scheduler(num_items, **own)
-    if issubclass(scheduler, InfoGainScheduler):
-        return scheduler(num_items, budget, l2=l2, order_effect=order_effect, **own)
-    return scheduler(num_items, budget, seed=seed, **own)
+        return scheduler(num_items, **({"options": options} if entry.options else {}))
+    offered = {"seed": seed, "l2": l2, "order_effect": order_effect, "options": options}
+    accepted = inspect.signature(scheduler).parameters
+    return scheduler(num_items, budget, **{name: value for name, value in offered.items() if name in accepted})

@@ -21,11 +21,11 @@ import time
 from pathlib import Path
 
 from arena_verl.core.rendezvous import ReplicaRing
-from arena_verl.core.urls import chat_url, check_url, repeated_servers, split_urls
+from arena_verl.core.urls import CHAT_COMPLETIONS, check_url, repeated_servers, request_url, split_urls
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Endpoint", "chat_url", "check_url", "read_url_file", "split_urls"]
+__all__ = ["Endpoint", "request_url", "check_url", "read_url_file", "split_urls"]
 
 
 def read_url_file(path: str | Path) -> list[str]:
@@ -83,15 +83,17 @@ class Endpoint:
         min_interval_s: float = 1.0,
         first_down_s: float = 5.0,
         max_down_s: float = 60.0,
+        request_path: str = CHAT_COMPLETIONS,
     ):
         self.url_file = url_file
+        self.request_path = request_path  # the backend's (its registry entry's): each replica's request URL
         self.min_interval_s = min_interval_s
         base_urls = split_urls(base_url)
         if url_file and not base_urls:
             base_urls = read_url_file(url_file)  # at start a broken file is an error, not a fallback
         if not base_urls:
             raise ValueError("a served judge needs reward.arena.judge.base_url or reward.arena.judge.base_url_file")
-        self.ring = ReplicaRing([chat_url(u) for u in base_urls], first_down_s, max_down_s)
+        self.ring = ReplicaRing([request_url(u, request_path) for u in base_urls], first_down_s, max_down_s)
         self.base_urls = [u.strip() for u in base_urls]
         self.changes = 0  # address lists adopted from the file after the start
         self.rerouted = 0  # calls sent past their group's replica because it was out of the ring
@@ -148,6 +150,6 @@ class Endpoint:
         logger.warning("judge: the URL file %s now says %s (was %s): calls go there", self.url_file,
                        ", ".join(base_urls), ", ".join(self.base_urls))  # fmt: skip
         self.base_urls = base_urls
-        self.ring.replace([chat_url(u) for u in base_urls])
+        self.ring.replace([request_url(u, self.request_path) for u in base_urls])
         self.changes += 1
         return True

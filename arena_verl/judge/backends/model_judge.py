@@ -28,7 +28,7 @@ from arena_verl.judge.verdicts.label_probs import (
     verdict_continuation,
 )
 from arena_verl.judge.verdicts.parsing import VERDICT_OUTCOME, parse_score, parse_verdict
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings_judge import JudgeSettings
 
 logger = logging.getLogger(__name__)
 

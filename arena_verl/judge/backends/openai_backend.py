@@ -27,7 +27,7 @@ from arena_verl.judge.backends.model_judge import ModelJudge, PermanentJudgeErro
 from arena_verl.judge.prompting.hygiene import special_token_strings
 from arena_verl.judge.prompting.templates import check_judge_templates
 from arena_verl.judge.verdicts.label_probs import LabelTargets, LabelVocabulary, PartialProbabilities
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings_judge import JudgeSettings
 
 logger = logging.getLogger(__name__)
 
@@ -62,8 +62,10 @@ class OpenAIJudge(ModelJudge):
         self.vocabulary = LabelVocabulary(tokenizer) if tokenizer is not None and settings.verdict == "probability" \
             else None  # fmt: skip
         self.send_label_ids = self.vocabulary is not None  # off once a server refuses or ignores logprob_token_ids
-        self.endpoint = Endpoint(settings.base_url, settings.base_url_file)
-        self.api_key = os.environ.get(settings.api_key_env, "")
+        self.endpoint = Endpoint(
+            settings.options.base_url, settings.options.base_url_file, request_path=settings.request_path
+        )
+        self.api_key = os.environ.get(settings.options.api_key_env, "")
         self._session = None
 
     async def _client(self):
@@ -78,7 +80,7 @@ class OpenAIJudge(ModelJudge):
 
     async def _generate(self, messages: list[dict], temperature: float, group: str | None = None) -> str:
         payload = {
-            "model": self.settings.model_path,
+            "model": self.settings.options.model_path,
             "messages": messages,
             "temperature": temperature,
             "top_p": self.settings.top_p,
@@ -97,7 +99,7 @@ class OpenAIJudge(ModelJudge):
         self, messages: list[dict], continuation: str, targets: LabelTargets, group: str | None = None
     ) -> dict:
         payload = {
-            "model": self.settings.model_path,
+            "model": self.settings.options.model_path,
             "messages": [*messages, {"role": "assistant", "content": continuation}],
             "continue_final_message": True,
             "add_generation_prompt": False,
@@ -248,14 +250,14 @@ def _add(out: dict[str, float], entry) -> None:
 def judge_tokenizer(settings: JudgeSettings):
     """The tokenizer that counts trace tokens for a served judge, or None (budgets in UTF-8 bytes).
 
-    ``settings.tokenizer`` when set: a local folder or a hub id, loaded as any ``from_pretrained`` (a hub id may be
+    ``judge.tokenizer`` when set: a local folder or a hub id, loaded as any ``from_pretrained`` (a hub id may be
     downloaded); one that cannot be loaded is a ``ValueError`` naming the key, never a silent byte count. Unset: the
     served model's own tokenizer when ``model_path`` is a folder on this machine or a hub id already in the local
     cache (nothing is downloaded), else None.
     """
-    name = settings.tokenizer
+    name = settings.options.tokenizer
     if not name:
-        return _local_tokenizer(settings.model_path)
+        return _local_tokenizer(settings.options.model_path)
     key = "reward.arena.judge.tokenizer"
     path = Path(name).expanduser()
     if looks_local(name) and not path.is_dir():
@@ -277,7 +279,7 @@ def byte_budget_warning(settings: JudgeSettings) -> str:
     budget = settings.max_trace_tokens
     tokens = int(float(f"{budget / 4:.2g}"))  # English text: about 4 bytes a token
     return (
-        f"judge: no tokenizer for the served model {settings.model_path!r} (set reward.arena.judge.tokenizer / "
+        f"judge: no tokenizer for the served model {settings.options.model_path!r} (set reward.arena.judge.tokenizer / "
         f"JUDGE_TOKENIZER): traces are cut at {budget} UTF-8 bytes, about {tokens} tokens, not max_trace_tokens="
         f"{budget} tokens"
     )

@@ -27,12 +27,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from arena_verl.backend_registry import backend_of
+from arena_verl.backend_registry.builtin import PYTHON_JUDGE_ARGUMENTS, PythonOptions
 from arena_verl.core.judge_protocol import JudgeStats, Trace
 from arena_verl.core.tournament import valid_outcome
 from arena_verl.judge.prompting.hygiene import sanitize_trace
-from arena_verl.settings import JudgeSettings
-from arena_verl.settings_judge import PYTHON_JUDGE_ARGUMENTS
+from arena_verl.settings_judge import JudgeSettings
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +40,13 @@ __all__ = ["PythonJudge", "load_callable"]
 _KEY = "reward.arena.judge.callable"
 # What a failed call was, for the log (each kind logged once per judge; every one counted in stats).
 _RAISED, _TIMED_OUT, _BAD_VALUE = "raised", "timed out", "returned no usable number"
+
+
+def check_callable(judge: JudgeSettings) -> None:
+    """The start-up check (the registry's ``preflight``): the function ``judge.callable`` names is imported, where it
+    is set (required where the judge runs; rlvr may leave it out)."""
+    if judge.options.callable is not None:
+        load_callable(judge.options.callable)
 
 
 def load_callable(target: str | None) -> Callable:
@@ -100,20 +106,20 @@ class PythonJudge:
     name = "python"
 
     def __init__(self, settings: JudgeSettings):
-        if not backend_of(settings).takes_callable:
+        if not isinstance(settings.options, PythonOptions):
             raise ValueError(f"PythonJudge needs reward.arena.judge.backend=python, got {settings.backend!r}")
-        kwargs = dict(settings.callable_kwargs or {})
+        kwargs = dict(settings.options.callable_kwargs or {})
         clash = sorted(set(kwargs) & set(PYTHON_JUDGE_ARGUMENTS))
         if clash:
             raise ValueError(f"reward.arena.judge.callable_kwargs: {clash} are passed by the backend itself")
         self.settings = settings
-        self.callable_name = settings.callable
-        self.function = load_callable(settings.callable)
+        self.callable_name = settings.options.callable
+        self.function = load_callable(settings.options.callable)
         self.kwargs = kwargs
         self.is_async = _is_async(self.function)
         self.stats = JudgeStats()
         self._limiter = asyncio.Semaphore(settings.max_concurrency)
-        self._threads = _DaemonThreads(settings.max_concurrency, name=f"python-judge-{settings.callable}")
+        self._threads = _DaemonThreads(settings.max_concurrency, name=f"python-judge-{settings.options.callable}")
         self._logged: set[str] = set()
 
     def __repr__(self) -> str:

@@ -15,7 +15,7 @@ from arena_verl.judge.backends.model_judge import ModelJudge
 from arena_verl.judge.prompting.hygiene import special_token_strings
 from arena_verl.judge.prompting.templates import check_judge_templates
 from arena_verl.judge.verdicts.label_probs import LabelTargets, LabelVocabulary
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings_judge import JudgeSettings
 
 __all__ = ["TransformersJudge", "prompt_token_ids", "render_chat"]
 
@@ -55,9 +55,11 @@ class TransformersJudge(ModelJudge):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         check_judge_templates(settings)  # before the model is loaded
-        self.tokenizer = AutoTokenizer.from_pretrained(settings.model_path)
-        dtype = "auto" if settings.dtype == "auto" else getattr(torch, settings.dtype)
-        self.model = AutoModelForCausalLM.from_pretrained(settings.model_path, dtype=dtype).to(settings.device)
+        self.tokenizer = AutoTokenizer.from_pretrained(settings.options.model_path)
+        dtype = "auto" if settings.options.dtype == "auto" else getattr(torch, settings.options.dtype)
+        self.model = AutoModelForCausalLM.from_pretrained(settings.options.model_path, dtype=dtype).to(
+            settings.options.device
+        )
         self.model.eval()
         self._model_lock = threading.Lock()
         # Every id that ends a generation (Llama-3 instruct models stop at <|eot_id|> as well as at eos).

@@ -31,6 +31,7 @@ import uuid
 
 import ray
 
+from arena_verl.backend_registry.builtin import VllmOptions
 from arena_verl.core.judge_protocol import Reply
 from arena_verl.core.rendezvous import sticky_choice
 from arena_verl.judge.backends.model_judge import ModelJudge
@@ -38,7 +39,7 @@ from arena_verl.judge.backends.transformers_backend import prompt_token_ids
 from arena_verl.judge.prompting.hygiene import special_token_strings
 from arena_verl.judge.prompting.templates import check_judge_templates
 from arena_verl.judge.verdicts.label_probs import LabelTargets, LabelVocabulary
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings_judge import JudgeSettings
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ __all__ = [
 ]
 
 # The default engine start bound (reward.arena.judge.start_timeout_s; docs/config.md says why 3600 s).
-ENGINE_START_TIMEOUT_S = JudgeSettings.start_timeout_s
+ENGINE_START_TIMEOUT_S = VllmOptions.start_timeout_s
 TOP_LOGPROBS = 20  # vLLM's default max_logprobs: the fallback where logprob_token_ids is missing
 _ABORTED_KEPT = 10_000  # ids aborted before their generation started, remembered so that it never starts
 
@@ -122,14 +123,14 @@ class VLLMEngineActor:
         from vllm import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        self.tokenizer = AutoTokenizer.from_pretrained(settings.model_path)
+        self.tokenizer = AutoTokenizer.from_pretrained(settings.options.model_path)
         args = AsyncEngineArgs(
-            model=settings.model_path,
-            tensor_parallel_size=settings.tensor_parallel_size,
-            gpu_memory_utilization=settings.gpu_memory_utilization,
-            enable_prefix_caching=settings.enable_prefix_caching,
-            max_model_len=settings.max_model_len,
-            dtype=settings.dtype,
+            model=settings.options.model_path,
+            tensor_parallel_size=settings.options.tensor_parallel_size,
+            gpu_memory_utilization=settings.options.gpu_memory_utilization,
+            enable_prefix_caching=settings.options.enable_prefix_caching,
+            max_model_len=settings.options.max_model_len,
+            dtype=settings.options.dtype,
             seed=settings.seed,
         )
         self.engine = AsyncLLM.from_engine_args(args)
@@ -204,13 +205,13 @@ class VLLMEngineActor:
 
 class VLLMJudge(ModelJudge):
     name = "vllm"
-    start_timeout_s: float | None = None  # None: settings.start_timeout_s (tests set a short bound here)
+    start_timeout_s: float | None = None  # None: settings.options.start_timeout_s (tests set a short bound here)
 
     def __init__(self, settings: JudgeSettings):
         from transformers import AutoTokenizer
 
         check_judge_templates(settings)  # before any engine starts
-        tokenizer = AutoTokenizer.from_pretrained(settings.model_path)
+        tokenizer = AutoTokenizer.from_pretrained(settings.options.model_path)
         super().__init__(
             settings,
             count_tokens=lambda text: len(tokenizer.encode(text)),
@@ -218,7 +219,7 @@ class VLLMJudge(ModelJudge):
         )
         self.tokenizer = tokenizer  # the engines' own (they load the same folder)
         self.vocabulary = LabelVocabulary(tokenizer) if settings.verdict == "probability" else None
-        self._engines = [self._start_engine() for _ in range(settings.num_engines)]
+        self._engines = [self._start_engine() for _ in range(settings.options.num_engines)]
         self._init_pool()
 
     def _init_pool(self) -> None:
@@ -238,7 +239,7 @@ class VLLMJudge(ModelJudge):
                 ray.kill(engine)
 
     def _start_engine(self):
-        gpus = self.settings.tensor_parallel_size if ray.cluster_resources().get("GPU", 0) > 0 else 0
+        gpus = self.settings.options.tensor_parallel_size if ray.cluster_resources().get("GPU", 0) > 0 else 0
         return ray.remote(VLLMEngineActor).options(num_gpus=gpus, max_concurrency=10_000).remote(self.settings)
 
     def _start_of(self, index: int) -> asyncio.Future:
@@ -259,7 +260,7 @@ class VLLMJudge(ModelJudge):
         return known[1]
 
     async def _await_start(self, engine) -> None:
-        s = self.settings
+        s = self.settings.options
         bound = self.start_timeout_s if self.start_timeout_s is not None else s.start_timeout_s
         try:
             await asyncio.wait_for(_awaited(engine.ready.remote()), bound)

@@ -12,6 +12,7 @@ live in ``templates/`` (package data); a user's template is a path in ``reward.a
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 from pathlib import Path
 
@@ -45,10 +46,9 @@ def check_judge_templates(judge) -> None:
     judge the function ``judge.callable`` names is imported instead (a missing module or function is the start-up
     error here, not a referee that falls back on every group)."""
     backend = backend_of(judge)
-    if backend.takes_callable and judge.callable is not None:  # required where the judge runs; rlvr may leave it out
-        from arena_verl.judge.backends.python_backend import load_callable
-
-        load_callable(judge.callable)
+    if backend.preflight is not None:  # e.g. the python judge's function is imported
+        module, _, attribute = backend.preflight.partition(":")
+        getattr(importlib.import_module(module), attribute)(judge)
     if not backend.prompts:
         return
     if judge.pairwise_template is not None:

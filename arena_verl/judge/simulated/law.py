@@ -194,6 +194,7 @@ class SimulatedBase:
     (``verdict_mode``: ``generate``, hard verdicts, or ``probability``, :meth:`VerdictLaw.probability`)."""
 
     name = SIMULATED
+    simulated = True  # its verdicts are synthetic: the referee counts its calls (arena/simulated_judge)
     backend = SIMULATED  # the older attribute of SimulatedJudge; the same identity
 
     def __init__(

@@ -98,12 +98,12 @@ def simulated_judge(settings) -> SimulatedTraceJudge:
     """The SIMULATED judge ``reward.arena.judge.*`` describes (``sim_*``, ``seed``, ``verdict``): the registry's
     factory of the ``simulated`` backend (:mod:`arena_verl.backend_registry`)."""
     return SimulatedTraceJudge(
-        sharpness=settings.sim_sharpness,
-        position_bias=settings.sim_position_bias,
-        tie_rate=settings.sim_tie_rate,
-        parse_failure_rate=settings.sim_parse_failure_rate,
-        latency_s=settings.sim_latency_s,
-        latency_sigma=settings.sim_latency_sigma,
+        sharpness=settings.options.sim_sharpness,
+        position_bias=settings.options.sim_position_bias,
+        tie_rate=settings.options.sim_tie_rate,
+        parse_failure_rate=settings.options.sim_parse_failure_rate,
+        latency_s=settings.options.sim_latency_s,
+        latency_sigma=settings.options.sim_latency_sigma,
         seed=settings.seed,
         verdict=settings.verdict,
     )

@@ -30,7 +30,8 @@ from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.tables import number, percent
 from arena_verl.evaluation.verified import DIFFERING_COPIES
 from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec, judge_spec
-from arena_verl.settings import ArenaSettings, JudgeSettings
+from arena_verl.settings import ArenaSettings
+from arena_verl.settings_judge import JudgeSettings
 from arena_verl.tools.audit.judging import CallMeasure, judge_pairs
 from arena_verl.tools.audit.pairs_file import PAIRS_FILE, PairsFile, PairsInputError, audited
 from arena_verl.tools.audit.report import write_report

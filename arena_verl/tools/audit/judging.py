@@ -36,7 +36,7 @@ from arena_verl.core.errors import InputError
 from arena_verl.core.judge_protocol import CallRecord, Trace, recording_call
 from arena_verl.core.tournament import CallBounds, bounded_call
 from arena_verl.judge.factory import make_judge
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings_judge import JudgeSettings
 from arena_verl.tools.audit.selection import PairToJudge
 from arena_verl.tools.common.judge_runs import ray_for_judge, run_workers
 

@@ -129,7 +129,7 @@ def verified_groups(
             if len(judged.responses) < 2:
                 tally.single += 1
                 continue
-            diverse = not is_uniform(judged.verifier_rewards, ARENA.diversity_tol)
+            diverse = not is_uniform(judged.verifier_rewards, ARENA.referee.diversity_tol)
             if diverse:
                 tally.diverse += 1
             else:

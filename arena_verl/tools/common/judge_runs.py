@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 
 from arena_verl.backend_registry import backend_of
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings_judge import JudgeSettings
 
 __all__ = ["ray_for_judge", "run_workers"]
 

@@ -289,13 +289,13 @@ def _get_status(url: str, key: str | None, timeout: float) -> int:
 def judge_call(url: str, served_name: str, api_key_env: str, max_tokens: int = 256) -> dict[str, Any]:
     """One pairwise request, built and parsed as the arena's ``openai`` judge does, then the key check: the same
     server must refuse a request without the key."""
+    from arena_verl.core.urls import request_url
     from arena_verl.judge.probe import models_url
     from arena_verl.judge.prompting.messages import build_pairwise_messages
     from arena_verl.judge.verdicts.parsing import parse_verdict
 
     key = os.environ.get(api_key_env) or None
-    base = url.strip().rstrip("/")
-    chat = base + ("/chat/completions" if base.endswith("/v1") else "/v1/chat/completions")
+    chat = request_url(url)  # the openai judge's own request URL (one rule)
     messages = build_pairwise_messages(
         "What is 17 + 25?",
         "17 + 25: 7 + 5 = 12, carry 1; 1 + 2 + 1 = 4. So the sum is 42. \\boxed{42}",

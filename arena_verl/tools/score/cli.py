@@ -10,8 +10,8 @@ from typing import Any
 
 from arena_verl.backend_registry import backend_of
 from arena_verl.core.errors import EXIT_OK, InputError, guarded
-from arena_verl.core.names import FIXED_COUNT_STRATEGIES, VERDICT_MODES
-from arena_verl.core.tournament import STRATEGIES
+from arena_verl.core.names import VERDICT_MODES
+from arena_verl.core.strategies import strategy_names, strategy_of
 from arena_verl.data.dump_notes import blank_line_note, disagreement_note, duplicate_note
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.verified import DIFFERING_COPIES
@@ -48,13 +48,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="generate (default): a generated verdict, 0 / 0.5 / 1; probability: P(first is better) read from the "
         "judge's label probabilities, a number in [0, 1] (reward.arena.judge.verdict)",
     )
-    parser.add_argument("--strategy", default="live", choices=STRATEGIES, help="the tournament schedule")
+    parser.add_argument("--strategy", default="live", choices=strategy_names(), help="the tournament schedule")
     parser.add_argument("--budget", type=int, help="judge calls per group (random, info_gain, paced)")
     parser.add_argument("--seed", type=int, default=0, help="seeds the presentation order and random schedules")
     parser.add_argument(
         "--wait-for-verdicts",
         action="store_true",
-        default=ARENA.wait_for_verdicts,
+        default=ARENA.tournament.wait_for_verdicts,
         help="the paper's rule: hold each arrival until the earlier matches have verdicts (default: eager, as "
         "training schedules with reward.arena.wait_for_verdicts=false)",
     )
@@ -181,8 +181,8 @@ def _check_options(args: argparse.Namespace) -> None:
     if args.concurrency < 1:
         raise ScoreInputError(f"--concurrency must be >= 1, got {args.concurrency}")
     check_workers(args)
-    if args.budget is not None and args.strategy in FIXED_COUNT_STRATEGIES:
-        *others, last = [s for s in STRATEGIES if s not in FIXED_COUNT_STRATEGIES]
+    if args.budget is not None and strategy_of(args.strategy).fixed_count:
+        *others, last = [s for s in strategy_names() if not strategy_of(s).fixed_count]
         budgeted = f"{', '.join(others)} and {last}"
         raise ScoreInputError(f"--budget applies to {budgeted}; {args.strategy} has a fixed count")
 

@@ -28,8 +28,7 @@ from arena_verl.core.tournament import (
     valid_outcome,
 )
 from arena_verl.judge import Trace, make_judge
-from arena_verl.settings import JudgeSettings
-from arena_verl.settings import tournament_options as arena_tournament_options
+from arena_verl.settings_judge import JudgeSettings
 from arena_verl.tools.common.dump_groups import ARENA, DumpGroup, response_digest
 from arena_verl.tools.common.judge_runs import ray_for_judge, run_workers
 from arena_verl.tools.score.score_file import ScoreFile
@@ -39,11 +38,8 @@ __all__ = ["judge_groups", "replay_tournament", "score_group", "tournament_optio
 
 def tournament_options(settings: dict[str, Any]) -> TournamentOptions:
     """Training's tournament options (the arena's defaults) with this run's strategy, budget and schedule."""
-    return arena_tournament_options(
-        ARENA,
-        strategy=settings["strategy"],
-        budget=settings["budget"],
-        wait_for_verdicts=settings["wait_for_verdicts"],
+    return ARENA.tournament.with_strategy(
+        settings["strategy"], budget=settings["budget"], wait_for_verdicts=settings["wait_for_verdicts"]
     )
 
 
@@ -112,7 +108,7 @@ async def score_group(
     seed = tournament_seed(settings["seed"], group.step, group.key)
     bounded = bound_judge(judge_pair, CallBounds(deadline_s=call_timeout_s))  # the call budget, as in training
     result = await replay_tournament(len(group.responses), bounded, seed, tournament_options(settings))
-    rewards = tournament_rewards("arena", result.strengths, group.verifier_rewards, ARENA.reward_scale)
+    rewards = tournament_rewards("arena", result.strengths, group.verifier_rewards, ARENA.referee.reward_scale)
     position = position_figures(calls)  # the tracker's definition: soft outcomes count their value
     return {
         "step": group.step,

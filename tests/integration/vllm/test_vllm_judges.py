@@ -12,7 +12,7 @@ import ray
 from arena_verl.judge import Trace
 from arena_verl.judge.backends.openai_backend import OpenAIJudge
 from arena_verl.judge.backends.vllm_backend import VLLMJudge
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings import JudgeSettings, judge_settings
 from helpers.scripts import load_script
 from helpers.vllm_server import KEY, SERVED
 
@@ -53,7 +53,7 @@ def test_vllm_engine_in_a_ray_actor_in_both_verdict_modes(toy_model, ray_cpu):
     bench = load_script("bench/judge.py", "bench_judge")
     tokenizer = AutoTokenizer.from_pretrained(toy_model)
     counters = {"prompt_tokens": 0, "output_tokens": 0}
-    judge = bench.counting_judge(JudgeSettings(backend="vllm", model_path=toy_model, **COMMON), tokenizer, counters)
+    judge = bench.counting_judge(judge_settings(backend="vllm", model_path=toy_model, **COMMON), tokenizer, counters)
 
     async def generations():
         outcomes = await asyncio.gather(
@@ -81,7 +81,7 @@ def test_vllm_engine_in_a_ray_actor_in_both_verdict_modes(toy_model, ray_cpu):
     assert calls == ["6", "6", "6", "6"]  # N=4: live == round robin
     assert sum("prefix-aware ordering speed-up" in line for line in lines) == 2
 
-    settings = JudgeSettings(backend="vllm", model_path=toy_model, verdict="probability", **COMMON)
+    settings = judge_settings(backend="vllm", model_path=toy_model, verdict="probability", **COMMON)
     reader = JudgeOnTheEngineOf(settings, judge._engines[0])
     targets = pairwise_targets()
     assert "logprob_token_ids" in label_sampling_kwargs(SamplingParams, reader.vocabulary.token_ids(targets))
@@ -108,7 +108,7 @@ def test_vllm_engine_in_a_ray_actor_in_both_verdict_modes(toy_model, ray_cpu):
 def test_a_dead_vllm_engine_is_replaced_and_the_call_retried(toy_model, ray_cpu):
     """A real engine actor killed under the judge: the next call fails on it, a new engine starts, the call is retried
     there (and, with random weights, ends as a counted parse failure)."""
-    judge = VLLMJudge(JudgeSettings(backend="vllm", model_path=toy_model, **COMMON))
+    judge = VLLMJudge(judge_settings(backend="vllm", model_path=toy_model, **COMMON))
 
     async def after_a_kill():
         try:
@@ -126,7 +126,7 @@ def test_a_dead_vllm_engine_is_replaced_and_the_call_retried(toy_model, ray_cpu)
 def test_openai_judge_against_vllm_serve(server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     common = {**COMMON, "max_model_len": 2048}  # the server's
-    settings = JudgeSettings(backend="openai", base_url=server, model_path=SERVED, **common)
+    settings = judge_settings(backend="openai", base_url=server, model_path=SERVED, **common)
     judge = OpenAIJudge(settings)
 
     async def scenario():
@@ -149,7 +149,7 @@ def toy_label_probabilities(toy_model, messages, continuation, targets):
     reference the engines' figures are checked against."""
     from arena_verl.judge.backends.transformers_backend import TransformersJudge
 
-    settings = JudgeSettings(backend="transformers", model_path=toy_model, verdict="probability", dtype="float32")
+    settings = judge_settings(backend="transformers", model_path=toy_model, verdict="probability", dtype="float32")
     return asyncio.run(TransformersJudge(settings)._next_token_probs(messages, continuation, targets))
 
 
@@ -161,7 +161,7 @@ def test_openai_judge_reads_verdict_probabilities_from_vllm_serve(server, toy_mo
 
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     common = {**COMMON, "max_model_len": 2048}
-    settings = JudgeSettings(backend="openai", base_url=server, model_path=SERVED, tokenizer=toy_model,
+    settings = judge_settings(backend="openai", base_url=server, model_path=SERVED, tokenizer=toy_model,
                              verdict="probability", **common)  # fmt: skip
     judge = OpenAIJudge(settings)
     targets = pairwise_targets()

@@ -19,7 +19,7 @@ from arena_verl.core.tournament import (
 )
 from arena_verl.core.tournament import judge_call as judge_call_module
 from arena_verl.judge import JudgeStats, Trace
-from arena_verl.settings import ArenaSettings, JudgeSettings, referee_options
+from arena_verl.settings import arena_settings, judge_settings
 
 
 class CountingJudge:
@@ -86,13 +86,13 @@ def _group(uid: str, rewards: list[float]) -> list[Submission]:
 
 
 def _referee_run(mode: str, judge: CountingJudge, size: int = 6):
-    settings = ArenaSettings(
+    settings = arena_settings(
         mode=mode, group_size=size, group_deadline_s=5.0, tournament_timeout_s=5.0,
-        strategy="round_robin" if mode == "arena" else None, judge=JudgeSettings(max_concurrency=2),
+        strategy="round_robin" if mode == "arena" else None, judge=judge_settings(max_concurrency=2),
     )  # fmt: skip
 
     async def scenario():
-        referee = Referee(referee_options(settings), judge)
+        referee = Referee(**(settings).referee_kwargs(), judge=judge)
         tournaments = []
         original = referee._new_tournament
 

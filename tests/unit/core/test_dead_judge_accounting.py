@@ -12,7 +12,7 @@ from arena_verl.core.names import FALLBACK_THIN
 from arena_verl.core.referee import Referee, Submission
 from arena_verl.core.tournament import Tournament, planned_calls
 from arena_verl.judge.backends.model_judge import ModelJudge
-from arena_verl.settings import ArenaSettings, JudgeSettings, referee_options
+from arena_verl.settings import ArenaSettings, JudgeSettings, arena_settings, judge_settings
 from arena_verl.verl_edge.tracking import degraded_step_warning
 
 
@@ -77,7 +77,7 @@ class DyingServer(ModelJudge):
 
 def run_groups(judge, settings: ArenaSettings, groups: int, size: int = 4):
     async def scenario():
-        referee = Referee(referee_options(settings), judge)
+        referee = Referee(**(settings).referee_kwargs(), judge=judge)
         answers = []
         for g in range(groups):  # one group after another: the first ones teach the referee the judge's latency
             subs = [
@@ -97,8 +97,8 @@ DIES_AFTER = 7
 
 @pytest.mark.parametrize("strategy", ["live", "paced"])
 def test_a_judge_that_dies_mid_group_is_counted_as_failing_and_the_group_falls_back_as_thin(strategy):
-    judge = DyingServer(JudgeSettings(timeout_s=5.0, retries=2, backoff_s=5.0), answers=DIES_AFTER)
-    settings = ArenaSettings(group_size=4, strategy=strategy, completion_grace=3.0, group_deadline_s=60.0)
+    judge = DyingServer(judge_settings(timeout_s=5.0, retries=2, backoff_s=5.0), answers=DIES_AFTER)
+    settings = arena_settings(group_size=4, strategy=strategy, completion_grace=3.0, group_deadline_s=60.0)
     planned = planned_calls(4, strategy)
     assert planned == 6
     answers, (healthy, dying) = run_groups(judge, settings, groups=2)
@@ -127,8 +127,8 @@ def test_a_slower_judge_is_waited_for_past_the_grace_until_enough_verdicts_then_
                 return "[[A]]"
             return await super()._generate(messages, temperature, group)
 
-    judge = SlowerServer(JudgeSettings(timeout_s=60.0, retries=2, backoff_s=5.0), answers=6)
-    settings = ArenaSettings(group_size=4, strategy="live", completion_grace=3.0, group_deadline_s=60.0)
+    judge = SlowerServer(judge_settings(timeout_s=60.0, retries=2, backoff_s=5.0), answers=6)
+    settings = arena_settings(group_size=4, strategy="live", completion_grace=3.0, group_deadline_s=60.0)
     _, (healthy, slower) = run_groups(judge, settings, groups=2)
     assert healthy["arena/groups_routed"] == 1
     # Cut at the grace, the group would have had no verdict (thin); it waited for three, then cut the rest: alive and
@@ -138,8 +138,8 @@ def test_a_slower_judge_is_waited_for_past_the_grace_until_enough_verdicts_then_
 
 
 def test_with_min_verdict_share_zero_the_one_verdict_group_is_routed_as_before():
-    judge = DyingServer(JudgeSettings(timeout_s=5.0, retries=2, backoff_s=5.0), answers=DIES_AFTER)
-    settings = ArenaSettings(
+    judge = DyingServer(judge_settings(timeout_s=5.0, retries=2, backoff_s=5.0), answers=DIES_AFTER)
+    settings = arena_settings(
         group_size=4, strategy="live", completion_grace=3.0, group_deadline_s=60.0, min_verdict_share=0.0
     )
     _, (_, dying) = run_groups(judge, settings, groups=2)
@@ -150,6 +150,4 @@ def test_with_min_verdict_share_zero_the_one_verdict_group_is_routed_as_before()
 @pytest.mark.parametrize("share", [-0.1, 1.5, float("nan")])
 def test_an_absurd_min_verdict_share_is_refused(share):
     with pytest.raises(ValueError, match="min_verdict_share"):
-        from arena_verl.settings import validate
-
-        validate(ArenaSettings(group_size=4, min_verdict_share=share))
+        arena_settings(group_size=4, min_verdict_share=share)

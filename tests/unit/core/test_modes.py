@@ -6,7 +6,7 @@ from arena_verl.core.modes import MODE_TABLE, Mode, default_strategy, mode_of, n
 from arena_verl.core.names import MODES, ROUTE_POINTWISE, ROUTE_TOURNAMENT, ROUTE_VERIFIER
 from arena_verl.core.referee.speculation import SPECULATIVE_MODES
 from arena_verl.core.routing import route_of
-from arena_verl.settings import ArenaSettings
+from arena_verl.settings import arena_settings
 
 # (mode, diverse group's route, non-diverse group's route): the rule the docs state
 ROUTES = [
@@ -33,7 +33,10 @@ def test_what_the_settings_and_speculation_read():
     assert SPECULATIVE_MODES == ("tournament_all", "arena")
     assert [m for m in MODES if mode_of(m).plays_tournaments] == ["tournament_all", "arena"]
     assert {m: default_strategy(m) for m in MODES if default_strategy(m) != "live"} == {"tournament_all": "round_robin"}
-    assert ArenaSettings(mode="tournament_all").strategy == "round_robin" and not ArenaSettings(mode="rlvr").uses_judge
+    assert (
+        arena_settings(mode="tournament_all").tournament.strategy == "round_robin"
+        and not arena_settings(mode="rlvr").uses_judge
+    )
 
 
 def test_unknown_modes():

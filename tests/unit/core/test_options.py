@@ -1,39 +1,32 @@
-"""One source of defaults: the settings' (``arena_verl.settings``). The core's option types restate none that differ."""
+"""One declaration per key: the settings are composed of parts (the referee's, the tournament's, each strategy's
+knobs, the judge's and each backend's own), and no reward.arena key is declared by two of them at one level."""
 
 import dataclasses
+from collections import Counter
 
-import pytest
-
+from arena_verl.backend_registry import option_types
+from arena_verl.core.fields import key_fields, part_keys
 from arena_verl.core.options import RefereeOptions, TournamentOptions
-from arena_verl.settings import ArenaSettings, referee_options, tournament_options
+from arena_verl.core.strategies import strategy_option_types
+from arena_verl.settings import ArenaSettings, JudgeSettings
 
 
-def test_referee_options_have_no_defaults_of_their_own():
-    """RefereeOptions needs every value: the only defaults are the settings', passed by referee_options."""
-    with pytest.raises(TypeError):
-        RefereeOptions()
-    defaulted = [
-        f.name
-        for f in dataclasses.fields(RefereeOptions)
-        if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-    ]
-    assert defaulted == []
-    # The defaults as settings_from_config resolves them (group_size from rollout.n, the GRPO norm from verl's).
-    settings = ArenaSettings(group_size=8, advantage_norm_by_std=True)
-    options = referee_options(settings)
-    shared = {f.name for f in dataclasses.fields(RefereeOptions)} & {f.name for f in dataclasses.fields(ArenaSettings)}
-    assert {name: getattr(options, name) for name in shared} == {name: getattr(settings, name) for name in shared}
+def test_no_reward_arena_key_is_declared_twice():
+    flat = [f.name for f in part_keys(ArenaSettings)] + ["judge"]
+    flat += [f.name for cls in strategy_option_types().values() for f in key_fields(cls)]
+    assert [name for name, n in Counter(flat).items() if n > 1] == []
+    assert set(f.name for f in key_fields(RefereeOptions)) <= set(flat)
+    assert set(f.name for f in key_fields(TournamentOptions)) <= set(flat)
 
 
-def test_tournament_options_defaults_are_the_settings_defaults():
-    """TournamentOptions() is what the default settings build; the settings' tournament keys take their defaults
-    from it (written once)."""
-    assert TournamentOptions() == tournament_options(ArenaSettings())
-    defaults = ArenaSettings()
-    for f in dataclasses.fields(TournamentOptions):
-        if f.name == "strategy_knobs":  # one mapping: each knob is the settings field of its name
-            for knob, value in TournamentOptions().strategy_knobs.items():
-                assert value == getattr(defaults, knob), knob
-            continue
-        key = "on_judge_failure" if f.name == "on_failure" else f.name
-        assert getattr(TournamentOptions(), f.name) == getattr(defaults, key), key
+def test_a_backend_s_own_keys_are_not_common_judge_keys():
+    common = {f.name for f in key_fields(JudgeSettings)}
+    for name, cls in option_types().items():
+        assert common.isdisjoint(f.name for f in key_fields(cls)), name
+
+
+def test_the_parts_are_passed_whole_not_copied():
+    settings = ArenaSettings()
+    kwargs = settings.referee_kwargs()
+    assert kwargs["options"] is settings.referee and kwargs["tournament"] is settings.tournament
+    assert {f.name for f in dataclasses.fields(ArenaSettings)} >= {"referee", "tournament", "judge"}

@@ -8,19 +8,21 @@ import itertools
 import numpy as np
 import pytest
 
-from arena_verl.core.names import FIXED_COUNT_STRATEGIES, STRATEGIES
+from arena_verl.core.strategies import STRATEGY_REGISTRY, strategy_names
 from arena_verl.core.tournament import live_call_count, planned_calls, round_robin_call_count, run_tournament
-from arena_verl.settings import ArenaSettings, validate
+from arena_verl.settings import arena_settings
 from arena_verl.tools.recipe import judge_calls_per_group
+
+STRATEGIES = strategy_names()
+FIXED_COUNT_STRATEGIES = tuple(name for name in STRATEGIES if STRATEGY_REGISTRY[name].fixed_count)
 
 REFUSED = "refused"
 CASES = list(itertools.product(STRATEGIES, (False, True), (None, 14), (4, 8, 16)))
 
 
 def dry_run_figure(strategy, two_sided, budget, n):
-    settings = ArenaSettings(mode="arena", strategy=strategy, budget=budget, two_sided=two_sided, group_size=n)
     try:
-        validate(settings)
+        settings = arena_settings(mode="arena", strategy=strategy, budget=budget, two_sided=two_sided, group_size=n)
     except ValueError:
         return REFUSED
     return judge_calls_per_group(settings)

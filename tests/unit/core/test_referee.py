@@ -2,6 +2,8 @@
 
 import asyncio
 import dataclasses
+from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -17,13 +19,24 @@ from arena_verl.core.referee import (
     Submission,
 )
 from arena_verl.judge import SimulatedTraceJudge, Trace
-from arena_verl.settings import ArenaSettings, JudgeSettings, referee_options
+from arena_verl.settings import arena_settings, judge_settings
+
+# A judge whose call (2 s, no retries) fits the short tournament timeout these tests use: the settings refuse limits
+# that contradict each other.
+QUICK_JUDGE = dict(timeout_s=2.0, retries=0, parse_retries=0, backoff_s=0.0)
 
 
 def settings(**overrides):
-    base = dict(group_size=8, group_deadline_s=5.0, tournament_timeout_s=5.0)
+    base = dict(group_size=8, group_deadline_s=5.0, tournament_timeout_s=5.0, judge=judge_settings(**QUICK_JUDGE))
     base.update(overrides)
-    return ArenaSettings(**base)
+    return arena_settings(**base)
+
+
+def past_its_limits(settings_, **referee_keys):
+    """``settings_``'s referee parts with referee keys the settings would refuse with their judge (a referee must still
+    survive them: a judge slower than promised)."""
+    kwargs = settings_.referee_kwargs()
+    return SimpleNamespace(referee_kwargs=lambda: {**kwargs, "options": replace(kwargs["options"], **referee_keys)})
 
 
 def group(uid, rewards, qualities=None, step=None):
@@ -46,7 +59,9 @@ def run(referee_settings, submissions, judge=None, shuffle_seed=None):
     """Submit concurrently (optionally in a shuffled order); return verdicts in submission-list order."""
 
     async def scenario():
-        referee = Referee(referee_options(referee_settings), judge or SimulatedTraceJudge(sharpness=3.0, seed=1))
+        referee = Referee(
+            **(referee_settings).referee_kwargs(), judge=judge or SimulatedTraceJudge(sharpness=3.0, seed=1)
+        )
         order = list(range(len(submissions)))
         if shuffle_seed is not None:
             np.random.default_rng(shuffle_seed).shuffle(order)
@@ -141,7 +156,7 @@ def test_tournament_all_rewards_are_win_probabilities():
 
 def test_incomplete_group_is_answered_at_its_deadline():
     async def scenario():
-        referee = Referee(referee_options(settings(group_deadline_s=0.2)), SimulatedTraceJudge(seed=0))
+        referee = Referee(**(settings(group_deadline_s=0.2)).referee_kwargs(), judge=SimulatedTraceJudge(seed=0))
         members = group("g", [1.0] * 8)[:5]
         verdicts = await asyncio.gather(*(referee.submit(m) for m in members))
         late = await referee.submit(group("g", [1.0] * 8)[6])
@@ -183,13 +198,14 @@ def test_judge_errors_become_counted_ties_never_wins():
 
 
 def test_a_hanging_judge_is_cut_by_the_call_timeout():
-    s = settings(judge=JudgeSettings(timeout_s=0.05, retries=0, parse_retries=0, backoff_s=0.0))
+    s = settings(judge=judge_settings(timeout_s=0.05, retries=0, parse_retries=0, backoff_s=0.0))
     verdicts, _ = run(s, group("g", [0.0] * 8), judge=HangingJudge())
     assert all(v.reward == 0.0 and v.judge_failures == 18 for v in verdicts)
 
 
 def test_a_tournament_past_its_timeout_falls_back_to_verifier_rewards():
-    s = settings(tournament_timeout_s=0.1, judge=JudgeSettings(timeout_s=100.0))
+    s = past_its_limits(settings(tournament_timeout_s=700.0, judge=judge_settings(timeout_s=100.0)),
+                        tournament_timeout_s=0.1)  # fmt: skip
     verdicts, referee = run(s, group("g", [0.0] * 8), judge=HangingJudge())
     assert all(v.reward == 0.0 and v.fallback == FALLBACK_JUDGE_ERROR for v in verdicts)
     assert referee.metrics()["arena/fallback_judge_error"] == 8
@@ -278,7 +294,7 @@ def test_padding_copies_after_a_full_group_get_their_originals_answer():
 
 def test_answered_groups_are_remembered_without_their_traces():
     async def scenario():
-        referee = Referee(referee_options(settings()), SimulatedTraceJudge(seed=0))
+        referee = Referee(**(settings()).referee_kwargs(), judge=SimulatedTraceJudge(seed=0))
         members = group("g", [0.0] * 8)
         verdicts = await asyncio.gather(*(referee.submit(m) for m in members))
         await referee.drain()
@@ -297,7 +313,7 @@ def test_paced_through_the_referee_spends_the_live_budget_while_the_group_arrive
     judge = SimulatedTraceJudge(sharpness=3.0, seed=1, latency_s=0.002)
 
     async def scenario():
-        referee = Referee(referee_options(settings(strategy="paced", final_calls=2)), judge)
+        referee = Referee(**(settings(strategy="paced", final_calls=2)).referee_kwargs(), judge=judge)
         tasks = []
         for submission in group("u", [0.0] * 8):
             tasks.append(asyncio.ensure_future(referee.submit(submission)))
@@ -330,9 +346,9 @@ def test_completion_grace_answers_a_complete_group_without_its_stragglers():
             return await super().compare(*args, **kwargs)
 
     async def scenario():
-        options = referee_options(settings(strategy="round_robin", speculative=False, completion_grace=3.0,
-                                           group_size=6))  # fmt: skip
-        referee = Referee(options, Straggling(seed=1))
+        options = settings(strategy="round_robin", speculative=False, completion_grace=3.0, group_size=6,
+                           judge=judge_settings(**{**QUICK_JUDGE, "timeout_s": 1.5}))  # fmt: skip
+        referee = Referee(**options.referee_kwargs(), judge=Straggling(seed=1))
         loop = asyncio.get_running_loop()
         warm = await asyncio.gather(*(referee.submit(s) for s in group("warm", [0.0] * 6)))  # the typical latency
         Straggling.straggle = True
@@ -353,7 +369,8 @@ def test_an_overloaded_judge_pool_sheds_load_and_every_sample_is_answered():
     np.random.default_rng(0).shuffle(subs)
 
     async def scenario():  # traces arrive over ~0.2 s, the judge answers one call per ~0.01 s: it falls behind
-        referee = Referee(referee_options(settings(strategy="paced", judge=JudgeSettings(max_concurrency=1))), judge)
+        busy = settings(strategy="paced", judge=judge_settings(max_concurrency=1, **QUICK_JUDGE))
+        referee = Referee(**busy.referee_kwargs(), judge=judge)
         tasks = []
         for submission in subs:
             tasks.append(asyncio.ensure_future(referee.submit(submission)))
@@ -373,9 +390,8 @@ def test_an_overloaded_judge_pool_sheds_load_and_every_sample_is_answered():
 
 def test_the_judge_pool_cap_is_shared_by_the_referee_shards():
     def capacity(**keys):
-        return Referee(
-            referee_options(settings(judge=JudgeSettings(max_concurrency=32), **keys)), None
-        )._limiter.capacity
+        return Referee(**settings(judge=judge_settings(max_concurrency=32, **QUICK_JUDGE), **keys).referee_kwargs(),
+                       judge=None)._limiter.capacity  # fmt: skip
 
     assert capacity(num_referees=3) == 11 and capacity(num_referees=64) == 1
 
@@ -473,7 +489,7 @@ def test_position_figures_counts_ties_and_failures_as_undecided():
 
 def test_observe_returns_at_once_and_the_group_is_counted():
     async def scenario():
-        referee = Referee(referee_options(settings(mode="rlvr")), SimulatedTraceJudge(seed=0))
+        referee = Referee(**(settings(mode="rlvr")).referee_kwargs(), judge=SimulatedTraceJudge(seed=0))
         for sub in group("c", [1.0] * 8):
             assert referee.observe(sub) is None  # nothing to wait for
         await referee.drain()

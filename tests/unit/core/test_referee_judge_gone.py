@@ -7,7 +7,7 @@ import pytest
 
 from arena_verl.core.judge_protocol import JudgeStats, Trace
 from arena_verl.core.referee import FALLBACK_JUDGE_ERROR, Referee, Submission
-from arena_verl.settings import ArenaSettings, referee_options
+from arena_verl.settings import arena_settings
 
 
 class GoneJudge:
@@ -38,10 +38,10 @@ class HalfJudge(GoneJudge):
 
 
 def answer(judge, strategy, policy="tie", size=4):
-    settings = ArenaSettings(group_size=size, strategy=strategy, on_judge_failure=policy, group_deadline_s=5.0)
+    settings = arena_settings(group_size=size, strategy=strategy, on_judge_failure=policy, group_deadline_s=5.0)
 
     async def scenario():
-        referee = Referee(referee_options(settings), judge)
+        referee = Referee(**(settings).referee_kwargs(), judge=judge)
         subs = [
             Submission(uid="g", sample_key=str(i), problem="p", trace=Trace(f"t{i}"), verifier_reward=0.0, step=3)
             for i in range(size)
@@ -93,13 +93,13 @@ def test_the_completion_grace_never_cuts_a_group_that_has_no_verdict_yet():
     """The grace (judge-call latencies, learnt from a fast judge: ~13 ms) cuts stragglers of a tournament with
     verdicts in hand. A group with none waits on for its calls, here until the tournament timeout, and is then a
     judge_error fallback: it is not thrown away at 13 ms."""
-    settings = ArenaSettings(
+    settings = arena_settings(
         group_size=4, strategy="paced", completion_grace=1.3, group_deadline_s=60.0, tournament_timeout_s=1.5
     )
     judge = SlowedJudge(raises=False)
 
     async def scenario():
-        referee = Referee(referee_options(settings), judge)
+        referee = Referee(**(settings).referee_kwargs(), judge=judge)
         fast = await asyncio.gather(*(referee.submit(s) for s in group_of("fast", 1)))
         judge.hang = True
         started = asyncio.get_running_loop().time()
@@ -127,7 +127,7 @@ def test_the_latency_estimate_learns_from_timed_out_calls_only():
 def test_stragglers_cut_at_the_grace_do_not_inflate_the_latency_estimate():
     """A healthy judge with a slow tail: every other call takes 3x the others, and the grace cuts them. The estimate
     (the grace's unit) follows the answered calls, not the cut ones."""
-    settings = ArenaSettings(
+    settings = arena_settings(
         group_size=4, strategy="paced", completion_grace=1.3, group_deadline_s=60.0, tournament_timeout_s=60.0
     )
 
@@ -138,7 +138,7 @@ def test_stragglers_cut_at_the_grace_do_not_inflate_the_latency_estimate():
             return 1.0
 
     async def scenario():
-        referee = Referee(referee_options(settings), TailJudge(raises=False))
+        referee = Referee(**(settings).referee_kwargs(), judge=TailJudge(raises=False))
         dropped = []
         for number in range(8):
             verdicts = await asyncio.gather(*(referee.submit(s) for s in group_of(f"g{number}", number)))
@@ -181,10 +181,10 @@ def test_a_group_without_a_verdict_at_its_deadline_makes_no_new_calls():
 def two_steps_of_one_group(judge):
     """One non-diverse group of 4 at step 1 and one at step 2, round robin (6 calls each): the metrics of step 1,
     of step 2, and of all steps."""
-    settings = ArenaSettings(group_size=4, strategy="round_robin", group_deadline_s=5.0)
+    settings = arena_settings(group_size=4, strategy="round_robin", group_deadline_s=5.0)
 
     async def scenario():
-        referee = Referee(referee_options(settings), judge)
+        referee = Referee(**(settings).referee_kwargs(), judge=judge)
         for number in (1, 2):
             await asyncio.gather(*(referee.submit(s) for s in group_of(f"g{number}", number)))
         return referee.metrics(1), referee.metrics(2), referee.metrics()

@@ -1,6 +1,7 @@
 """run_tournament: presentation order, debiasing, failure accounting, reproducibility."""
 
 import asyncio
+import dataclasses
 
 import numpy as np
 import pytest
@@ -142,7 +143,7 @@ def test_bad_arguments():
         run(4, judge, on_failure="win")
     with pytest.raises(ValueError, match="budget"):
         run(4, judge, "info_gain", budget=-1)
-    with pytest.raises(ValueError, match="unknown strategy"):
+    with pytest.raises(ValueError, match=r"strategy must be one of \(.*\), got "):
         run(4, judge, "swiss")
 
 
@@ -412,50 +413,46 @@ def test_paced_shows_every_trace_first_about_as_often_as_second():
     )
 
 
-def test_tournament_options_carry_every_tournament_key_of_the_settings():
-    """The one settings -> tournament mapping: every field is a Tournament keyword, read from its settings key."""
-    import dataclasses
+def test_the_tournament_part_is_read_from_its_flat_keys_and_passed_whole():
+    """The settings' tournament part is the core's type, read from its reward.arena keys; its kwargs are the
+    Tournament's."""
     import inspect
 
     from arena_verl.core.options import TournamentOptions
-    from arena_verl.settings import ArenaSettings, tournament_options
+    from arena_verl.core.strategies import PacedOptions
+    from arena_verl.settings import ArenaSettings, arena_settings
 
-    settings = ArenaSettings(
+    settings = arena_settings(
         strategy="paced", budget=20, l2=0.3, order_effect=True, two_sided=True, on_judge_failure="drop",
         prefix_aware=True, wait_for_verdicts=True, final_calls=2, pace=1.5,
     )  # fmt: skip
-    options = tournament_options(settings)
-    knobs = {"final_calls": 2, "pace": 1.5}
-    assert options == TournamentOptions("paced", 20, 0.3, True, True, False, "drop", True, True, strategy_knobs=knobs)
-    assert set(options.tournament_kwargs()) <= set(inspect.signature(Tournament).parameters)
-    assert tournament_options(ArenaSettings()).wait_for_verdicts is False  # training's default: eager
-    assert dataclasses.replace(options, wait_for_verdicts=False) == tournament_options(
-        settings, wait_for_verdicts=False
+    options = settings.tournament
+    assert options == TournamentOptions(
+        "paced", 20, 0.3, True, True, False, "drop", True, True, {"paced": PacedOptions(final_calls=2, pace=1.5)}
     )
+    kwargs = options.tournament_kwargs()
+    assert set(kwargs) <= set(inspect.signature(Tournament).parameters)
+    assert kwargs["strategy_options"] is options.strategy_options["paced"]  # the strategy's own part, whole
+    assert ArenaSettings().tournament.wait_for_verdicts is False  # training's default: eager
 
 
-def test_the_core_types_are_built_once_at_the_edge_with_one_set_of_defaults():
-    """The referee reads RefereeOptions, never the settings; the settings' tournament defaults are the core's."""
-    import dataclasses
-
+def test_the_referee_gets_the_settings_parts_whole_with_one_set_of_defaults():
+    """The referee reads its parts, never the settings; the parts' defaults are the only ones."""
     from arena_verl.core.options import RefereeOptions, TournamentOptions
-    from arena_verl.settings import ArenaSettings, JudgeSettings, referee_options, tournament_options
+    from arena_verl.settings import ArenaSettings, arena_settings, judge_settings
 
-    defaults = ArenaSettings()
-    assert tournament_options(defaults) == TournamentOptions()  # one set of defaults
-    settings = ArenaSettings(
+    assert ArenaSettings().tournament == dataclasses.replace(TournamentOptions(), strategy="live")
+    settings = arena_settings(
         mode="adaptive_pointwise", group_size=6, diversity_tol=0.2, speculative=False, group_deadline_s=30.0,
         tournament_timeout_s=40.0, completion_grace=2.0, reward_scale=0.3, min_verdict_share=0.25,
-        certainty_weighting=True, advantage_norm_by_std=False,
-        num_referees=4, judge=JudgeSettings(max_concurrency=32, timeout_s=5.0, retries=0), strategy="paced", pace=2.0,
+        advantage_norm_by_std=False,
+        num_referees=4, judge=judge_settings(max_concurrency=32, timeout_s=5.0, retries=0), strategy="paced", pace=2.0,
     )  # fmt: skip
-    options = referee_options(settings)
-    assert options == RefereeOptions(
+    kwargs = settings.referee_kwargs()
+    assert kwargs["options"] == RefereeOptions(
         mode="adaptive_pointwise", group_size=6, diversity_tol=0.2, speculative=False, group_deadline_s=30.0,
         tournament_timeout_s=40.0, completion_grace=2.0, reward_scale=0.3, min_verdict_share=0.25,
-        certainty_weighting=True, advantage_norm_by_std=False,
-        call_budget_s=settings.judge.call_budget_s, judge_slots=8, tournament=tournament_options(settings),
+        advantage_norm_by_std=False,
     )  # fmt: skip
-    assert {f.name for f in dataclasses.fields(RefereeOptions)} - {"call_budget_s", "judge_slots", "tournament"} <= {
-        f.name for f in dataclasses.fields(ArenaSettings)
-    }
+    assert kwargs["options"] is settings.referee and kwargs["tournament"] is settings.tournament
+    assert (kwargs["call_budget_s"], kwargs["judge_slots"]) == (settings.judge.call_budget_s, 8)

@@ -28,7 +28,7 @@ from arena_verl.core.tournament import (
 )
 from arena_verl.judge import SimulatedTraceJudge, Trace
 from arena_verl.judge.simulated.pairs import SimulatedJudge
-from arena_verl.settings import ArenaSettings, referee_options
+from arena_verl.settings import arena_settings
 
 # ------------------------------------------------------------------------------------------- the fit
 
@@ -291,7 +291,7 @@ def submissions(uid, qualities, reward=0.0):
 
 def referee_run(settings, subs, judge):
     async def scenario():
-        referee = Referee(referee_options(settings), judge)
+        referee = Referee(**(settings).referee_kwargs(), judge=judge)
         verdicts = await asyncio.wait_for(asyncio.gather(*(referee.submit(s) for s in subs)), 30)
         await referee.drain()
         return verdicts, referee
@@ -306,16 +306,16 @@ def test_soft_verdicts_reach_the_rewards_and_the_position_metrics_of_the_referee
     judge = SimulatedTraceJudge(
         sharpness=sharpness, position_bias=bias, verdict="probability", concentration=float("inf"), seed=0
     )
-    settings = ArenaSettings(group_size=5, strategy="round_robin", two_sided=True, tournament_timeout_s=10.0)
+    settings = arena_settings(group_size=5, strategy="round_robin", two_sided=True, tournament_timeout_s=10.0)
     verdicts, referee = referee_run(settings, submissions("g", quality), judge)
 
     def p(i, j):
         return float(expit(sharpness * (quality[i] - quality[j]) + bias))
 
     rows = [(i, j, p(i, j)) for i, j in itertools.permutations(range(5), 2)]
-    strengths = fit_bradley_terry(5, rows, l2=settings.l2)
+    strengths = fit_bradley_terry(5, rows, l2=settings.tournament.l2)
     np.testing.assert_allclose([v.strength for v in verdicts], strengths, atol=1e-9)
-    rewards = tournament_rewards("arena", strengths, [0.0] * 5, settings.reward_scale)
+    rewards = tournament_rewards("arena", strengths, [0.0] * 5, settings.referee.reward_scale)
     np.testing.assert_allclose([v.reward for v in verdicts], rewards, atol=1e-9)
     m = referee.metrics()
     assert m["arena/judge_calls"] == 20 and m["arena/judge_failures"] == 0
@@ -345,7 +345,7 @@ class ScriptedJudge:
 
 @pytest.mark.parametrize("value", NOT_OUTCOMES, ids=repr)
 def test_the_referee_counts_a_bad_outcome_as_a_failed_call(value):
-    settings = ArenaSettings(group_size=4, tournament_timeout_s=10.0)
+    settings = arena_settings(group_size=4, tournament_timeout_s=10.0)
     verdicts, referee = referee_run(settings, submissions("g", [0, 1, 2, 3]), ScriptedJudge(outcome=value))
     assert all(v.judge_failures == v.judge_calls == live_call_count(4) for v in verdicts)
     assert len({v.reward for v in verdicts}) == 1 and all(v.strength == 0.0 for v in verdicts)
@@ -356,13 +356,13 @@ def test_the_referee_counts_a_bad_outcome_as_a_failed_call(value):
 @pytest.mark.parametrize("mode", ["pointwise", "adaptive_pointwise"])
 def test_pointwise_takes_expected_scores_and_refuses_bad_ones(mode):
     scores = [0.8, 0.25, float("nan"), np.float32(0.6)]
-    settings = ArenaSettings(group_size=4, mode=mode, tournament_timeout_s=10.0)
+    settings = arena_settings(group_size=4, mode=mode, tournament_timeout_s=10.0)
     subs = submissions("g", [0, 1, 2, 3], reward=1.0 if mode == "adaptive_pointwise" else 0.0)
     verdicts, referee = referee_run(settings, subs, ScriptedJudge(scores=scores))
     neutral = 0.5
     expected = [0.8, 0.25, neutral, float(np.float32(0.6))]
     if mode == "adaptive_pointwise":
-        expected = [1.0 + settings.reward_scale * (s - 0.5) for s in expected]
+        expected = [1.0 + settings.referee.reward_scale * (s - 0.5) for s in expected]
     assert [v.reward for v in verdicts] == pytest.approx(expected)
     assert [v.routed for v in verdicts] == [True, True, False, True]
     assert all(v.judge_failures == 1 for v in verdicts)

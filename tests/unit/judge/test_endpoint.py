@@ -8,14 +8,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from arena_verl.core.judge_protocol import Trace
-from arena_verl.judge.backends.endpoint import Endpoint, chat_url, read_url_file
+from arena_verl.core.urls import request_url
+from arena_verl.judge.backends.endpoint import Endpoint, read_url_file
 from arena_verl.judge.backends.openai_backend import OpenAIJudge
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings import judge_settings
 
 
-def test_chat_url_follows_the_v1_rule():
-    assert chat_url("http://h:1/v1/") == "http://h:1/v1/chat/completions"
-    assert chat_url(" http://h:1 ") == "http://h:1/v1/chat/completions"
+def test_request_url_follows_the_v1_rule():
+    assert request_url("http://h:1/v1/") == "http://h:1/v1/chat/completions"
+    assert request_url(" http://h:1 ") == "http://h:1/v1/chat/completions"
 
 
 @pytest.mark.parametrize("text", ["", "\n", "ftp://h/v1\n", "h:8000/v1\n", "http://\n", "http:///v1"])
@@ -93,7 +94,7 @@ def test_an_openai_judge_follows_its_url_file_to_a_judge_that_moved(tmp_path):
     threading.Thread(target=live.serve_forever, daemon=True).start()
     url_file = tmp_path / "judge_url"
     url_file.write_text(dead_url + "\n")
-    settings = JudgeSettings(
+    settings = judge_settings(
         backend="openai", base_url_file=str(url_file), model_path="judge", retries=1, backoff_s=0.0, timeout_s=5.0
     )
     judge = OpenAIJudge(settings)

@@ -4,11 +4,11 @@ import asyncio
 
 from arena_verl.core.judge_protocol import Trace
 from arena_verl.judge import make_judge
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings import judge_settings
 
 
 def outcomes(verdict):
-    judge = make_judge(JudgeSettings(verdict=verdict, seed=3))
+    judge = make_judge(judge_settings(verdict=verdict, seed=3))
 
     async def ask():
         return [await judge.compare("p", Trace(f"a{i}"), Trace(f"b{i}")) for i in range(20)]

@@ -14,7 +14,7 @@ import pytest
 from arena_verl.core.judge_protocol import Trace
 from arena_verl.judge.backends.openai_backend import OpenAIJudge, label_ids_answered
 from arena_verl.judge.verdicts.label_probs import PartialProbabilities, is_low_mass, pairwise_targets, read_labels
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings import judge_settings
 from arena_verl.testing.toy import build_toy_tokenizer
 
 SETTINGS = dict(backend="openai", base_url="http://judge.invalid:8000/v1", model_path="judge", verdict="probability",
@@ -43,7 +43,7 @@ class ScriptedServer(OpenAIJudge):
     """The openai judge with its HTTP request replaced by scripted replies (a reply may read the request)."""
 
     def __init__(self, tokenizer, replies, **settings):
-        super().__init__(JudgeSettings(**{**SETTINGS, "tokenizer": str(tokenizer), **settings}))
+        super().__init__(judge_settings(**{**SETTINGS, "tokenizer": str(tokenizer), **settings}))
         self.replies = list(replies)
         self.payloads = []
 

@@ -11,7 +11,7 @@ from arena_verl.core.judge_protocol import JudgeStats
 from arena_verl.core.referee import Referee, Submission
 from arena_verl.core.tournament import valid_outcome
 from arena_verl.judge import Trace
-from arena_verl.settings import ArenaSettings, referee_options
+from arena_verl.settings import arena_settings
 
 
 class ScriptedJudge:
@@ -45,10 +45,10 @@ def submissions(uid, n=4, reward=0.0):
 
 
 def run_group(behaviour, mode="arena", uid="g", reward=0.0, n=4):
-    settings = ArenaSettings(group_size=n, mode=mode, group_deadline_s=10.0, tournament_timeout_s=10.0)
+    settings = arena_settings(group_size=n, mode=mode, group_deadline_s=10.0, tournament_timeout_s=10.0)
 
     async def scenario():
-        referee = Referee(referee_options(settings), ScriptedJudge(behaviour))
+        referee = Referee(**settings.referee_kwargs(), judge=ScriptedJudge(behaviour))
         verdicts = await asyncio.wait_for(asyncio.gather(*(referee.submit(s) for s in submissions(uid, n, reward))), 30)
         await referee.drain()
         return verdicts, referee

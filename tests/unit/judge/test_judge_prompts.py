@@ -371,7 +371,7 @@ def test_a_reply_cut_by_the_token_limit_is_no_verdict_and_is_counted():
 
     from arena_verl.core.judge_protocol import Reply, Trace
     from arena_verl.judge.backends.model_judge import ModelJudge
-    from arena_verl.settings import JudgeSettings
+    from arena_verl.settings import judge_settings
 
     class CutJudge(ModelJudge):
         name = "cut"
@@ -380,7 +380,7 @@ def test_a_reply_cut_by_the_token_limit_is_no_verdict_and_is_counted():
             # the echo happened to stop right after a verdict token: the text alone would parse as A
             return Reply("Compare...\n[[A]]", truncated=True)
 
-    judge = CutJudge(JudgeSettings(backend="simulated", parse_retries=1))
+    judge = CutJudge(judge_settings(backend="simulated", parse_retries=1))
     assert asyncio.run(judge.compare("p", Trace("x"), Trace("y"))) is None
     assert judge.stats.truncated == 2 and judge.stats.parse_failures == 2 and judge.stats.failures == 1
 
@@ -405,14 +405,14 @@ def test_a_reply_cut_by_the_token_limit_is_no_verdict_and_is_counted():
 def test_a_bad_template_is_refused_at_start_up_naming_its_key(tmp_path, judge, message):
     from arena_verl.judge.prompting.templates import check_judge_templates
     from arena_verl.judge.spec import judge_settings_from_spec
-    from arena_verl.settings import JudgeSettings
+    from arena_verl.settings import judge_settings
 
     with pytest.raises(ValueError, match=message):
-        check_judge_templates(JudgeSettings(**judge))
+        check_judge_templates(judge_settings(**judge))
     # The tools' --judge grammar checks them too (a model folder must exist for the spec to parse).
     model = tmp_path / "model"
     model.mkdir()
     template_key = next(key for key in judge if key.endswith("_template"))
     with pytest.raises(ValueError, match=message):
         judge_settings_from_spec(f"{judge['backend']}:{model}", **{template_key: judge[template_key]})
-    check_judge_templates(JudgeSettings(backend="simulated", pairwise_template="/no/such/template.txt"))  # unused
+    check_judge_templates(judge_settings(backend="simulated", pairwise_template="/no/such/template.txt"))  # unused

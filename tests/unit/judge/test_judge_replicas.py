@@ -9,7 +9,7 @@ import pytest
 
 from arena_verl.core.judge_protocol import Trace
 from arena_verl.judge.backends.openai_backend import OpenAIJudge
-from arena_verl.settings import JudgeSettings, settings_from_config
+from arena_verl.settings import judge_settings, settings_from_config
 from helpers.loopback_judge import LoopbackJudge
 
 TAG = re.compile(r"## Attempt A\n<([^>\n]+)>")  # the group's delimiter: a group's calls share it
@@ -34,7 +34,7 @@ def test_groups_stick_to_one_replica_and_a_killed_one_moves_only_its_own():
     groups = [f"step1/uid{i}" for i in range(24)]
     with LoopbackJudge() as a, LoopbackJudge() as b, LoopbackJudge() as c:
         servers = [a, b, c]
-        settings = JudgeSettings(backend="openai", base_url=",".join(s.url for s in servers), model_path="judge",
+        settings = judge_settings(backend="openai", base_url=",".join(s.url for s in servers), model_path="judge",
                                  retries=2, backoff_s=0.0, timeout_s=5.0, parse_retries=0)  # fmt: skip
         judge = OpenAIJudge(settings)
 

@@ -26,8 +26,8 @@ def test_simulated_has_the_defaults():
 def test_each_simulated_option_sets_its_field(option, field):
     value = 3 if field == "seed" else 0.25
     settings = judge_settings_from_spec(f"simulated?{option}={value}")
-    assert getattr(settings, field) == value
-    assert getattr(settings, field) != getattr(JudgeSettings(), field)
+    assert settings.key(field) == value
+    assert settings.key(field) != JudgeSettings().key(field)
 
 
 def test_simulated_options_combine_and_reach_the_judge():
@@ -42,19 +42,24 @@ def test_local_backends_take_an_existing_folder_as_an_absolute_path(backend, mod
     monkeypatch.chdir(model_folder.parent)
     settings = judge_settings_from_spec(f"{backend}:{model_folder.name}")
     assert settings.backend == backend
-    assert settings.model_path == str(model_folder.resolve())
+    assert settings.options.model_path == str(model_folder.resolve())
 
 
 @pytest.mark.parametrize("url", ["http://localhost:8000/v1", "https://api.example.com", "http://10.0.0.2:30000"])
 def test_openai_takes_a_url_and_the_served_model(url):
     settings = judge_settings_from_spec(f"openai:{url}#Qwen/Qwen3-8B")
-    assert (settings.backend, settings.base_url, settings.model_path) == ("openai", url, "Qwen/Qwen3-8B")
-    assert settings.api_key_env == JudgeSettings().api_key_env  # the key is read from the environment, as usual
+    assert (settings.backend, settings.options.base_url, settings.options.model_path) == (
+        "openai",
+        url,
+        "Qwen/Qwen3-8B",
+    )
+    # the key is read from the environment, as usual
+    assert settings.options.api_key_env == JudgeSettings(backend="openai").options.api_key_env
 
 
 def test_overrides_are_further_judge_settings():
     settings = judge_settings_from_spec("openai:http://h:1#m", max_concurrency=4, api_key_env="JUDGE_KEY")
-    assert (settings.max_concurrency, settings.api_key_env) == (4, "JUDGE_KEY")
+    assert (settings.max_concurrency, settings.options.api_key_env) == (4, "JUDGE_KEY")
 
 
 @pytest.mark.parametrize(
@@ -126,12 +131,14 @@ def test_the_canonical_spec_of_a_folder_is_absolute(model_folder, monkeypatch):
     monkeypatch.chdir(model_folder)
     spec = judge_spec(judge_settings_from_spec("vllm:."))
     assert spec == f"vllm:{model_folder.resolve()}"
-    assert judge_settings_from_spec(spec).model_path == str(model_folder.resolve())
+    assert judge_settings_from_spec(spec).options.model_path == str(model_folder.resolve())
 
 
 def test_latency_is_not_part_of_a_judges_identity_but_its_verdict_options_are():
     slow = judge_settings_from_spec("simulated?latency=0.5&latency_sigma=0.3")
     assert judge_spec(slow) == judge_spec(judge_settings_from_spec("simulated"))
-    assert judge_settings_from_spec(judge_spec(slow)) == dataclasses.replace(slow, sim_latency_s=0, sim_latency_sigma=0)
+    assert judge_settings_from_spec(judge_spec(slow)) == dataclasses.replace(
+        slow, options=dataclasses.replace(slow.options, sim_latency_s=0, sim_latency_sigma=0)
+    )
     biased = judge_settings_from_spec("simulated?position_bias=0.5")
     assert judge_spec(biased) != judge_spec(slow)

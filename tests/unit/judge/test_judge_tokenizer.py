@@ -10,7 +10,7 @@ import pytest
 
 from arena_verl.judge import Trace, make_judge
 from arena_verl.judge.backends.openai_backend import OpenAIJudge, byte_budget_warning
-from arena_verl.settings import JudgeSettings, settings_from_config
+from arena_verl.settings import JudgeSettings, judge_settings, settings_from_config
 from arena_verl.testing.toy import build_toy_tokenizer
 
 LOGGER = "arena_verl.judge.backends.openai_backend"
@@ -33,7 +33,7 @@ def toy_tokenizer(toy_tokenizer_dir):
 def served(**overrides) -> JudgeSettings:
     """A served judge as JUDGE_PLACEMENT=serve configures it: the served name, not a folder, in model_path."""
     values = dict(backend="openai", base_url="http://127.0.0.1:9/v1", model_path="judge", max_trace_tokens=BUDGET)
-    return JudgeSettings(**{**values, **overrides})
+    return judge_settings(**{**values, **overrides})
 
 
 def shown_traces(judge, calls: int = 1) -> list[str]:
@@ -82,7 +82,7 @@ def test_without_a_tokenizer_the_budget_is_bytes_and_said_once(toy_tokenizer, ca
 
 
 def test_the_warning_states_the_default_budget():
-    message = byte_budget_warning(JudgeSettings(backend="openai", base_url="http://h/v1", model_path="judge"))
+    message = byte_budget_warning(judge_settings(backend="openai", base_url="http://h/v1", model_path="judge"))
     assert message.startswith("judge: no tokenizer for the served model 'judge' (set reward.arena.judge.tokenizer")
     assert "JUDGE_TOKENIZER" in message and "cut at 4096 UTF-8 bytes, about 1000 tokens" in message
 
@@ -102,8 +102,9 @@ def test_the_setting_comes_from_the_config(toy_tokenizer_dir):
                                        "tokenizer": toy_tokenizer_dir}}},
     }  # fmt: skip
     settings = settings_from_config(config)
-    assert settings.judge.tokenizer == toy_tokenizer_dir
-    assert JudgeSettings().tokenizer is None  # default: model_path's tokenizer when local, else bytes
+    assert settings.judge.options.tokenizer == toy_tokenizer_dir
+    # default: model_path's tokenizer when local, else bytes
+    assert JudgeSettings(backend="openai").options.tokenizer is None
     judge = make_judge(settings.judge)  # as the referee builds it
     assert judge.count_tokens is not None and judge.count_tokens("x = 4") >= 1
 

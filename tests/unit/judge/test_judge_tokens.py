@@ -11,7 +11,7 @@ from arena_verl.core.judge_protocol import CallRecord, Trace, recording_call
 from arena_verl.judge.backends.model_judge import ModelJudge
 from arena_verl.judge.backends.openai_backend import reported_usage
 from arena_verl.judge.backends.vllm_backend import usage
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings import judge_settings
 
 
 class Words(ModelJudge):
@@ -21,7 +21,7 @@ class Words(ModelJudge):
     name = "words"
 
     def __init__(self, **settings):
-        super().__init__(JudgeSettings(**{"parse_retries": 0, "retries": 0, **settings}),
+        super().__init__(judge_settings(**{"parse_retries": 0, "retries": 0, **settings}),
                          count_tokens=lambda text: len(text.split()))  # fmt: skip
 
     async def _generate(self, messages, temperature, group=None):

@@ -15,7 +15,7 @@ from arena_verl.core.judge_protocol import Reply, Trace
 from arena_verl.judge.backends.model_judge import ModelJudge, PermanentJudgeError
 from arena_verl.judge.backends.openai_backend import OpenAIJudge, top_logprobs_by_text
 from arena_verl.judge.backends.vllm_backend import TOP_LOGPROBS, first_token_logprobs, label_sampling_kwargs
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings import judge_settings
 from arena_verl.testing.toy import build_toy_tokenizer
 
 FAST = dict(timeout_s=2.0, retries=1, backoff_s=0.0, parse_retries=1, verdict="probability")
@@ -27,7 +27,7 @@ class ScriptedProbabilities(ModelJudge):
     name = "scripted"
 
     def __init__(self, reads, replies=(), **settings):
-        super().__init__(JudgeSettings(**{**FAST, **settings}))
+        super().__init__(judge_settings(**{**FAST, **settings}))
         self.reads = reads
         self.replies = list(replies)
         self.asked = []
@@ -223,7 +223,7 @@ def logprob_server():
 
 def served(url, **settings):
     values = dict(backend="openai", base_url=url, model_path="judge", **FAST)
-    return OpenAIJudge(JudgeSettings(**{**values, **settings}))
+    return OpenAIJudge(judge_settings(**{**values, **settings}))
 
 
 def run(judge, call):

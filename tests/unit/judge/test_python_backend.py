@@ -21,7 +21,7 @@ from arena_verl.judge.backends.python_backend import PythonJudge, load_callable
 from arena_verl.judge.prompting.hygiene import sanitize_trace
 from arena_verl.judge.prompting.templates import check_judge_templates
 from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec, judge_spec
-from arena_verl.settings import ArenaSettings, JudgeSettings, referee_options, settings_from_config
+from arena_verl.settings import JudgeSettings, arena_settings, judge_settings, settings_from_config
 
 MODULE = "arena_test_user_judges"
 USER_MODULE = '''
@@ -160,7 +160,7 @@ def calls():
 
 
 def python_settings(function: str, **keys) -> JudgeSettings:
-    return JudgeSettings(backend="python", callable=f"{MODULE}:{function}", **keys)
+    return judge_settings(backend="python", callable=f"{MODULE}:{function}", **keys)
 
 
 def judge_of(function: str, **keys) -> PythonJudge:
@@ -184,8 +184,13 @@ def read(judge: dict) -> JudgeSettings:
 
 def test_the_keys_are_read_from_a_config():
     s = read({"backend": "python", "callable": f"{MODULE}:record", "callable_kwargs": {"weight": 0.5, "mode": "x"}})
-    assert (s.backend, s.callable, s.callable_kwargs) == ("python", f"{MODULE}:record", {"weight": 0.5, "mode": "x"})
-    assert JudgeSettings().callable is None and JudgeSettings().callable_kwargs is None
+    assert (s.backend, s.options.callable, s.options.callable_kwargs) == (
+        "python",
+        f"{MODULE}:record",
+        {"weight": 0.5, "mode": "x"},
+    )
+    defaults = JudgeSettings(backend="python").options
+    assert defaults.callable is None and defaults.callable_kwargs is None
 
 
 @pytest.mark.parametrize(
@@ -211,7 +216,8 @@ def test_the_keys_are_read_from_a_config():
         ({"backend": "python", "callable": "m:f", "callable_kwargs": {"a": {"b": 1}}}, r"callable_kwargs\.a must be"),
         ({"backend": "python", "callable": "m:f", "callable_kwargs": {"a": float("nan")}}, r"a must be a finite"),
         ({"backend": "python", "callable": "m:f", "show_reference": True}, r"judge\.show_reference: the python back"),
-        ({"backend": "simulated", "callable": "m:f"}, r"judge\.callable applies to the python backend only"),
+        ({"backend": "simulated", "callable": "m:f"},
+         r"judge\.callable applies to the python backend \(reward\.arena\.judge\.backend is 'simulated'\)"),
         ({"backend": "simulated", "callable_kwargs": {"a": 1}}, r"judge\.callable_kwargs applies to the python back"),
     ],
 )  # fmt: skip
@@ -228,7 +234,7 @@ def test_a_counting_only_run_may_leave_the_callable_out():
 
 def test_plain_values_of_every_kind_are_accepted():
     kwargs = {"a": None, "b": True, "c": 3, "d": 0.5, "e": "text"}
-    assert read({"backend": "python", "callable": "m:f", "callable_kwargs": kwargs}).callable_kwargs == kwargs
+    assert read({"backend": "python", "callable": "m:f", "callable_kwargs": kwargs}).options.callable_kwargs == kwargs
 
 
 @pytest.mark.parametrize(
@@ -242,7 +248,7 @@ def test_plain_values_of_every_kind_are_accepted():
     ],
 )
 def test_a_missing_module_or_function_is_a_clear_error_when_the_judge_is_built(target, message):
-    settings = JudgeSettings(backend="python", callable=target)
+    settings = judge_settings(backend="python", callable=target)
     for build in (load_callable, lambda _: make_judge(settings), lambda _: PythonJudge(settings)):
         with pytest.raises(ValueError, match=r"reward\.arena\.judge\.callable") as error:
             build(target)
@@ -253,7 +259,7 @@ def test_the_template_check_asks_for_no_template_but_imports_the_function():
     check_judge_templates(python_settings("record", pairwise_template="/no/such/template.txt"))
     with pytest.raises(ValueError, match=r"reward\.arena\.judge\.callable=.*no attribute 'nope'"):
         check_judge_templates(python_settings("nope"))
-    check_judge_templates(JudgeSettings(backend="python"))  # rlvr: nothing to import
+    check_judge_templates(judge_settings(backend="python"))  # rlvr: nothing to import
 
 
 # --- what the function is given ------------------------------------------------------------------------------------
@@ -422,14 +428,20 @@ def test_the_python_form_is_listed():
 )
 def test_the_spec_reads_the_function_and_its_kwargs_and_round_trips(spec, callable_, kwargs, canonical):
     settings = judge_settings_from_spec(spec)
-    assert (settings.backend, settings.callable, settings.callable_kwargs) == ("python", callable_, kwargs)
+    assert (settings.backend, settings.options.callable, settings.options.callable_kwargs) == (
+        "python",
+        callable_,
+        kwargs,
+    )
     assert judge_spec(settings) == canonical  # sorted by name: one identity per judge
     assert judge_settings_from_spec(judge_spec(settings)) == settings
     assert isinstance(make_judge(settings), PythonJudge)
 
 
 def test_numbers_are_floats_and_anything_else_text():
-    kwargs = judge_settings_from_spec(f"python:{MODULE}:record?a=1&b=-2.5e-3&c=true&d=0x1&e=1%2F2").callable_kwargs
+    kwargs = judge_settings_from_spec(
+        f"python:{MODULE}:record?a=1&b=-2.5e-3&c=true&d=0x1&e=1%2F2"
+    ).options.callable_kwargs
     assert kwargs == {"a": 1.0, "b": -0.0025, "c": "true", "d": "0x1", "e": "1/2"}
     assert all(type(kwargs[name]) is float for name in "ab")
 
@@ -473,7 +485,7 @@ def test_spec_overrides_apply_to_a_python_judge():
 
 
 def referee_run(judge_settings: JudgeSettings, qualities, mode="arena", reward=0.0, strategy="round_robin"):
-    settings = ArenaSettings(
+    settings = arena_settings(
         group_size=len(qualities),
         mode=mode,
         strategy=strategy,
@@ -488,7 +500,7 @@ def referee_run(judge_settings: JudgeSettings, qualities, mode="arena", reward=0
     ]  # fmt: skip
 
     async def scenario():
-        referee = Referee(referee_options(settings), make_judge(settings.judge))
+        referee = Referee(**settings.referee_kwargs(), judge=make_judge(settings.judge))
         verdicts = await asyncio.wait_for(asyncio.gather(*(referee.submit(s) for s in subs)), 30)
         await referee.drain()
         return verdicts, referee
@@ -527,5 +539,5 @@ def test_a_failing_python_judge_shows_in_the_referees_counters_as_a_model_judge_
 
 def test_the_judge_settings_are_plain_data():
     settings = python_settings("record", callable_kwargs={"a": 1})
-    assert dataclasses.replace(settings, timeout_s=1.0).callable_kwargs == {"a": 1}
-    assert dataclasses.asdict(settings)["callable_kwargs"] == {"a": 1}
+    assert dataclasses.replace(settings, timeout_s=1.0).options.callable_kwargs == {"a": 1}
+    assert dataclasses.asdict(settings)["options"]["callable_kwargs"] == {"a": 1}

@@ -9,7 +9,7 @@ from scipy.special import expit, ndtr
 
 from arena_verl.judge import SimulatedTraceJudge, Trace, make_judge
 from arena_verl.judge.simulated.law import SIMULATED, LatencyModel, SimulatedBase, VerdictLaw
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings import JudgeSettings, judge_settings
 from arena_verl.tournament import SimulatedJudge
 
 DRAWS = 20_000
@@ -50,7 +50,7 @@ def test_the_same_arguments_give_the_same_law_and_latency_model():
     assert (pairs.latency_mean, pairs.latency_s, pairs.latency_sigma) == (traces.latency_s, 0.3, 0.4)
     # The settings' judge.sim_* keys reach the same law.
     sim = dict(sim_sharpness=1.7, sim_position_bias=0.4, sim_tie_rate=0.1, sim_parse_failure_rate=0.05)
-    configured = make_judge(JudgeSettings(**sim, sim_latency_s=0.3, sim_latency_sigma=0.4))
+    configured = make_judge(judge_settings(**sim, sim_latency_s=0.3, sim_latency_sigma=0.4))
     assert configured.law == VerdictLaw(1.7, "logistic", 0.4, 0.1, 0.05)
     assert configured.latency_model == LatencyModel(0.3, 0.4)
 

@@ -8,13 +8,13 @@ import pytest
 from arena_verl.judge.backends.model_judge import ModelJudge
 from arena_verl.judge.factory import make_judge
 from arena_verl.judge.prompting.templates import check_judge_templates, load_template
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings import JudgeSettings, judge_settings
 
 BODY = "{problem}\n<{tag}>\n{first}\n</{tag}>\n<{tag}>\n{second}\n</{tag}>\n{reference_block}"
 
 
 def judge(**keys) -> JudgeSettings:
-    return JudgeSettings(backend="transformers", model_path="/no/such/model", **keys)
+    return judge_settings(backend="transformers", model_path="/no/such/model", **keys)
 
 
 def write(tmp_path, name, text):
@@ -76,7 +76,7 @@ def test_good_templates_pass_and_the_simulated_judge_reads_none(tmp_path):
     terse = write(tmp_path, "terse.txt", BODY + "\nReply with only [[A]] or [[B]].")  # no TIE: allowed
     check_judge_templates(judge(pairwise_template=terse))
     assert "[[A]]" in load_template(terse)
-    check_judge_templates(JudgeSettings(backend="simulated", pairwise_template="/no/such/template.txt"))
+    check_judge_templates(judge_settings(backend="simulated", pairwise_template="/no/such/template.txt"))
 
 
 def test_a_judge_refuses_them_when_it_is_built_before_its_model_loads():

@@ -11,7 +11,7 @@ import ray
 from arena_verl.core.judge_protocol import Trace
 from arena_verl.judge.backends.model_judge import ModelJudge
 from arena_verl.judge.backends.vllm_backend import JudgeStartError, VLLMEngineActor, VLLMJudge
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings import judge_settings
 
 SETTINGS = dict(backend="vllm", model_path="m", timeout_s=2.0, retries=2, backoff_s=0.0, parse_retries=0)
 
@@ -57,7 +57,7 @@ class PoolJudge(VLLMJudge):
     """VLLMJudge over fake engines: the pool logic of the real class, no tokenizer, no Ray."""
 
     def __init__(self, engines, spares=(), **settings):
-        ModelJudge.__init__(self, JudgeSettings(**{**SETTINGS, **settings}))
+        ModelJudge.__init__(self, judge_settings(**{**SETTINGS, **settings}))
         self.spares = list(spares)
         self._engines = list(engines)
         self._init_pool()
@@ -169,7 +169,7 @@ class Tokenizer:
 
 
 def actor(delay):
-    settings = JudgeSettings(backend="vllm", model_path="m")
+    settings = judge_settings(backend="vllm", model_path="m")
     return VLLMEngineActor(settings, engine=SlowEngine(delay), tokenizer=Tokenizer(), sampling_params=dict)
 
 

@@ -16,7 +16,7 @@ import pytest
 from arena_verl.core.judge_protocol import JudgeStats, Reply, report_cost
 from arena_verl.evaluation.audit import FIGURE_KEYS, LABELLED, SAME_OUTCOME
 from arena_verl.judge.backends.model_judge import ModelJudge
-from arena_verl.settings import JudgeSettings
+from arena_verl.settings import judge_settings
 from arena_verl.tools.audit import command, judging
 from helpers.score_dumps import write_dump
 
@@ -270,7 +270,7 @@ def test_a_model_judge_without_token_counters_is_counted_with_its_tokenizer(dump
         name = "words"
 
         def __init__(self):
-            super().__init__(JudgeSettings(parse_retries=0), count_tokens=lambda text: len(text.split()))
+            super().__init__(judge_settings(parse_retries=0), count_tokens=lambda text: len(text.split()))
             self.prompts: list[int] = []
 
         async def _generate(self, messages, temperature, group=None):
@@ -295,7 +295,7 @@ def test_a_probability_read_counts_its_prompt_and_no_generated_token_and_its_low
         name = "reader"
 
         def __init__(self):
-            super().__init__(JudgeSettings(verdict="probability"), count_tokens=lambda text: len(text.split()))
+            super().__init__(judge_settings(verdict="probability"), count_tokens=lambda text: len(text.split()))
             self.prompts: dict[tuple[int, int], int] = {}  # (first, second shown): the read's prompt, in words
 
         async def _generate(self, messages, temperature, group=None):
@@ -348,7 +348,7 @@ def test_the_engines_prompt_and_cached_tokens_are_credited_per_call(dump, tmp_pa
         name = "engine"
 
         def __init__(self):
-            super().__init__(JudgeSettings(parse_retries=0))
+            super().__init__(judge_settings(parse_retries=0))
 
         async def _generate(self, messages, temperature, group=None):
             first, second = (int(n) for n in _SESSION.findall("\n\n".join(m["content"] for m in messages)))

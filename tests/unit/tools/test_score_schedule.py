@@ -1,5 +1,5 @@
 """``arena-verl score`` schedules a group's tournament as training does: by default its calls and verdicts are those
-of a ``Tournament`` built with training's default options (``tournament_options(ArenaSettings())``,
+of a ``Tournament`` built with training's default options (``ArenaSettings().tournament``,
 the referee's mapping) for the same seed and arrival order; with ``--wait-for-verdicts`` they are
 ``run_tournament``'s (the paper's rule). The judge is the SIMULATED one."""
 
@@ -16,7 +16,7 @@ import pytest
 from arena_verl.core.tournament import Tournament, run_tournament
 from arena_verl.judge import Trace, make_judge
 from arena_verl.judge.spec import judge_settings_from_spec
-from arena_verl.settings import ArenaSettings, tournament_options
+from arena_verl.settings import ArenaSettings
 from arena_verl.tools.score import main, read_score_file
 from helpers.verl_dumps import write_v1_lines
 
@@ -49,7 +49,7 @@ def replay(line: dict, wait: bool) -> tuple[list[list], int, np.ndarray]:
         )
 
     seed = zlib.crc32(f"0/{tag}".encode())
-    options = tournament_options(ArenaSettings())  # training's defaults: eager
+    options = ArenaSettings().tournament  # training's defaults: eager
     assert options.wait_for_verdicts is False
 
     async def tournament():

@@ -100,9 +100,11 @@ def test_soft_outcomes_are_stored_exactly_and_the_strengths_are_their_fit(dump, 
         # The stored strengths are the fit of the stored pairs (failed calls as ties, the arena's default policy),
         # to the last bit: nothing was rounded on the way to the file.
         fitted = [(f, s, 0.5 if o is None else o) for f, s, o in line["pairs"]]
-        if ARENA.mirror_augment:
+        if ARENA.tournament.mirror_augment:
             fitted = mirror(fitted)
-        theta = fit_bradley_terry(line["samples"], fitted, l2=ARENA.l2, order_effect=ARENA.order_effect)
+        theta = fit_bradley_terry(
+            line["samples"], fitted, l2=ARENA.tournament.l2, order_effect=ARENA.tournament.order_effect
+        )
         np.testing.assert_array_equal(theta, np.array(line["strengths"]))
         # first_wins / decided: the tracker's position figures of the same outcomes
         figures = position_figures(line["pairs"])

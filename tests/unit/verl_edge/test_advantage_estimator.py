@@ -11,7 +11,7 @@ import torch
 import arena_verl.verl_plugin  # noqa: F401  (registers arena_grpo)
 from arena_verl.core.judge_protocol import JudgeStats, Trace
 from arena_verl.core.referee import Referee, Submission
-from arena_verl.settings import ArenaSettings, referee_options, settings_from_config
+from arena_verl.settings import arena_settings, settings_from_config
 from arena_verl.verl_edge.advantage import compute_arena_grpo_advantage, pop_step_figures, route_figures
 
 UIDS = np.array(["routed"] * 4 + ["mixed"] * 4 + ["uniform"] * 4, dtype=object)
@@ -96,10 +96,10 @@ class OrderJudge:
 
 
 def answer_groups(weighting: bool):
-    settings = ArenaSettings(group_size=4, certainty_weighting=weighting, group_deadline_s=30.0)
+    settings = arena_settings(group_size=4, certainty_weighting=weighting, group_deadline_s=30.0)
 
     async def scenario():
-        referee = Referee(referee_options(settings), OrderJudge())
+        referee = Referee(**settings.referee_kwargs(), judge=OrderJudge())
         rewards = {"routed": [0.0] * 4, "mixed": [1.0, 0.0, 0.0, 1.0]}
         subs = [
             Submission(uid, str(i), "p", Trace(f"{uid} {i}"), verifier_reward=r, step=1)
@@ -127,10 +127,10 @@ def test_the_referee_remembers_each_group_s_route_and_certainty():
 
 
 def test_a_step_without_a_routed_tournament_has_no_certainty_figure():
-    settings = ArenaSettings(group_size=2, group_deadline_s=30.0)
+    settings = arena_settings(group_size=2, group_deadline_s=30.0)
 
     async def scenario():
-        referee = Referee(referee_options(settings), OrderJudge())
+        referee = Referee(**settings.referee_kwargs(), judge=OrderJudge())
         subs = [Submission("g", str(i), "p", Trace(str(i)), verifier_reward=float(i), step=2) for i in range(2)]
         await asyncio.gather(*(referee.submit(s) for s in subs))
         await referee.drain()
@@ -152,5 +152,5 @@ def test_certainty_weighting_that_could_not_act_is_refused_naming_both_keys():
         settings_from_config(config("grpo"))
     with pytest.raises(ValueError, match=r"certainty_weighting=true.*reward\.arena\.mode='rlvr'"):
         settings_from_config(config("arena_grpo", mode="rlvr"))
-    assert settings_from_config(config("arena_grpo")).certainty_weighting
-    assert not settings_from_config(config("grpo", weighting=False)).certainty_weighting
+    assert settings_from_config(config("arena_grpo")).referee.certainty_weighting
+    assert not settings_from_config(config("grpo", weighting=False)).referee.certainty_weighting

@@ -2,7 +2,7 @@
 
 import ray
 
-from arena_verl.settings import ArenaSettings
+from arena_verl.settings import arena_settings
 from arena_verl.verl_edge import tracking
 
 
@@ -31,7 +31,7 @@ def test_step_metrics_are_deltas_over_shards_and_survive_a_restart(monkeypatch):
     actors = {"arena_referee_0": shard0, "arena_referee_1": shard1}
     monkeypatch.setattr(ray, "get_actor", lambda name: actors[name])
     monkeypatch.setattr(ray, "get", fake_get)
-    reader = tracking.ArenaMetricsReader(ArenaSettings(group_size=8, num_referees=2))
+    reader = tracking.ArenaMetricsReader(arena_settings(group_size=8, num_referees=2))
     first, second, third = (reader.step_metrics() for _ in range(3))
     assert first["arena/groups"] == 5 and first["arena/alpha_routed"] == 0.4
     assert second["arena/groups"] == 7  # (10 + 2) - (4 + 1)
@@ -51,7 +51,7 @@ def test_a_signed_counter_going_down_is_not_a_restart(monkeypatch):
     shard = FakeActor([counts(100.0, 5.0), counts(110.0, 4.0)])
     monkeypatch.setattr(ray, "get_actor", lambda name: shard)
     monkeypatch.setattr(ray, "get", fake_get)
-    reader = tracking.ArenaMetricsReader(ArenaSettings(group_size=8))
+    reader = tracking.ArenaMetricsReader(arena_settings(group_size=8))
     reader.step_metrics()
     second = reader.step_metrics()
     assert second["arena/groups"] == 10 and second["arena/judge_calls"] == 100  # the step's, not the run's
@@ -63,7 +63,7 @@ def test_an_unreachable_referee_gives_zero_metrics_not_an_error(monkeypatch):
         raise ValueError(f"no actor {name}")
 
     monkeypatch.setattr(ray, "get_actor", missing)
-    metrics = tracking.ArenaMetricsReader(ArenaSettings(group_size=8)).step_metrics()
+    metrics = tracking.ArenaMetricsReader(arena_settings(group_size=8)).step_metrics()
     assert metrics["arena/groups"] == 0 and metrics["arena/alpha_routed"] == 0
 
 
@@ -93,7 +93,7 @@ def test_tail_is_last_routed_answer_after_the_last_arrival_over_all_shards(monke
     }
     monkeypatch.setattr(ray, "get_actor", lambda name: actors[name])
     monkeypatch.setattr(ray, "get", fake_get)
-    reader = tracking.ArenaMetricsReader(ArenaSettings(group_size=8, num_referees=2))
+    reader = tracking.ArenaMetricsReader(arena_settings(group_size=8, num_referees=2))
     tails = [reader.step_metrics()["arena/tail_after_last_sample_s"] for _ in range(3)]
     assert tails == [3.0, 0.0, 0.0]  # 107 - max(100, 104); nothing routed; answered 3 s before the last arrival
 
@@ -139,7 +139,7 @@ def test_a_restarted_referee_is_known_by_its_start_time_even_when_its_counters_a
     shard = FakeActor([{"arena/samples": 4.0}, {"arena/samples": 10.0}, {"arena/samples": 12.0}], clocks)
     monkeypatch.setattr(ray, "get_actor", lambda name: shard)
     monkeypatch.setattr(ray, "get", fake_get)
-    reader = tracking.ArenaMetricsReader(ArenaSettings(group_size=8))
+    reader = tracking.ArenaMetricsReader(arena_settings(group_size=8))
     first, second, third = (reader.step_metrics() for _ in range(3))
     assert [m["arena/samples"] for m in (first, second, third)] == [4, 6, 12]
     assert [m["arena/referee_restarts"] for m in (first, second, third)] == [0, 0, 1]
@@ -198,5 +198,5 @@ def test_a_restarting_referee_is_waited_for_so_its_counters_are_in_this_steps_lo
     monkeypatch.setattr(ray, "get_actor", lambda name: shard)
     monkeypatch.setattr(ray, "get", get)
     monkeypatch.setattr(tracking.time, "sleep", lambda s: None)
-    assert tracking.ArenaMetricsReader(ArenaSettings(group_size=8)).step_metrics()["arena/samples"] == 8
+    assert tracking.ArenaMetricsReader(arena_settings(group_size=8)).step_metrics()["arena/samples"] == 8
     assert not unavailable
