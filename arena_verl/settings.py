@@ -134,9 +134,9 @@ def arena_settings(keys: Mapping[str, Any] | None = None, **more: Any) -> ArenaS
     under ``judge``, or ``judge`` a :class:`JudgeSettings` built already). Nothing is taken from verl's config:
     ``group_size`` 0 stays 0 and ``advantage_norm_by_std`` null stays null (:func:`settings_from_config` fills
     them in)."""
+    if keys is not None and not isinstance(keys, Mapping):
+        raise ValueError(f"{_PREFIX} must be a mapping, got {keys!r}")
     raw = {**(keys or {}), **more}
-    if not isinstance(raw, Mapping):
-        raise ValueError(f"{_PREFIX} must be a mapping, got {raw!r}")
     fixed = {"judge": raw.pop("judge")} if isinstance(raw.get("judge"), JudgeSettings) else {}
     plugins = raw.get("plugins") or ()
     if not isinstance(plugins, (list, tuple)):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -65,11 +66,30 @@ BACKENDS: dict[str, JudgeBackend] = {}
 
 
 def register(backend: JudgeBackend) -> JudgeBackend:
-    """Add ``backend`` (a name already taken is an error: replace an entry by assigning ``BACKENDS[name]``)."""
+    """Add ``backend`` (a name already taken is an error: replace an entry by assigning ``BACKENDS[name]``). A key
+    another backend declares too must mean the same: the same type and default (verl's yaml lists each key once)."""
     if backend.name in BACKENDS:
         raise ValueError(f"judge backend {backend.name!r} is registered already")
+    mine, my_hints = {f.name: f for f in dataclasses.fields(backend.options)}, typing.get_type_hints(backend.options)
+    for other in BACKENDS.values():
+        their_hints = typing.get_type_hints(other.options)
+        for theirs in dataclasses.fields(other.options):
+            ours = mine.get(theirs.name)
+            if ours is None:
+                continue
+            declared = (their_hints[theirs.name], _default(theirs))
+            if (my_hints[ours.name], _default(ours)) != declared:
+                raise ValueError(
+                    f"judge backend {backend.name!r}: {_KEY}.{ours.name} is declared by the {other.name} backend as "
+                    f"{declared[0]} = {declared[1]!r}, here as {my_hints[ours.name]} = {_default(ours)!r}: one key "
+                    "means one thing (rename yours)"
+                )
     BACKENDS[backend.name] = backend
     return backend
+
+
+def _default(field: dataclasses.Field) -> Any:
+    return field.default_factory() if field.default is dataclasses.MISSING else field.default
 
 
 def backend_names() -> tuple[str, ...]:

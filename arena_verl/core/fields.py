@@ -20,6 +20,7 @@ A part's fields are of four kinds (their metadata's ``kind``):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import typing
 from collections import Counter
@@ -107,11 +108,51 @@ class Part:
         self.rules()
 
     def check(self) -> None:
+        hints = _hints(type(self))
         for f in key_fields(type(self)):
-            _check_value(f"{self.PREFIX}.{f.name}", getattr(self, f.name), f.metadata)
+            key, value = f"{self.PREFIX}.{f.name}", getattr(self, f.name)
+            _check_type(key, value, hints[f.name])  # a part built in Python gets no reader's coercion
+            _check_value(key, value, f.metadata)
 
     def rules(self) -> None:
         """Rules between this part's own keys (a part overrides it)."""
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _check_type(key: str, value: Any, hint: Any) -> None:
+    """``value`` is of the key's declared type (None for an optional key); else a SettingError naming it."""
+    args = typing.get_args(hint)
+    if value is None and type(None) in args:
+        return
+    kind = next((a for a in args if a is not type(None)), hint) if type(None) in args else hint
+    origin = typing.get_origin(kind)
+    if origin is tuple:
+        ok = isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+    elif origin is dict or kind is dict:
+        ok = isinstance(value, Mapping)
+    elif kind in (bool, int, float, str):
+        ok = _of_scalar_type(value, kind, exact=True)
+    else:
+        ok = True
+    if not ok:
+        name = getattr(kind, "__name__", str(kind))
+        raise SettingError(f"{key} must be of type {name}, got {value!r}")
+
+
+def _of_scalar_type(value: Any, kind: type, exact: bool) -> bool:
+    """Whether ``value`` is a ``kind``: a bool is no number; an integral float is an int when read (not ``exact``)."""
+    if kind is bool:
+        return isinstance(value, bool)
+    if kind is int:
+        integral_float = not exact and isinstance(value, float) and value.is_integer()
+        return isinstance(value, int) and not isinstance(value, bool) or integral_float
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, str)
 
 
 def key_fields(cls: type) -> list[dataclasses.Field]:
@@ -213,22 +254,29 @@ def _read(cls: type, raw: Mapping, prefix: str, taken: set[str], fixed: Mapping 
             values[f.name] = {name: _read(t, raw, prefix, taken) for name, t in f.metadata["types"]().items()}
     for f in dataclasses.fields(cls):
         if f.metadata.get("kind") == "chosen" and f.name not in values:
-            values[f.name] = _read_chosen(f, raw, prefix, taken, values)
+            values[f.name] = _read_chosen(cls, f, raw, prefix, taken, values)
     try:
         return cls(**values)
     except TypeError as exc:  # a part's own rule met a value of another type than it declares
         raise SettingError(f"{prefix}: {exc}") from None
 
 
-def _read_chosen(f: dataclasses.Field, raw: Mapping, prefix: str, taken: set[str], values: Mapping) -> Any:
+def _holder_default(holder: type, name: str) -> Any:
+    field = holder.__dataclass_fields__[name]
+    return field.default_factory() if field.default is MISSING else field.default
+
+
+def _read_chosen(
+    holder: type, f: dataclasses.Field, raw: Mapping, prefix: str, taken: set[str], values: Mapping
+) -> Any:
     """The chosen entry's part; every other entry's keys are checked as that entry's type checks them, and accepted
     (a shared config may set them) unless that type is ``EXCLUSIVE`` and the value is not its default: refused, naming
     the entry they belong to."""
     by = f.metadata["by"]
-    name = values.get(by, f.default if f.default is not MISSING else None)
+    name = values.get(by, _holder_default(holder, by))
     types = f.metadata["types"]()
-    if name not in types:  # the holder's own check names the key and the registered names
-        name = next(iter(types))
+    if name not in types:
+        raise SettingError(f"{prefix}.{by} must be one of {tuple(types)}, got {name!r}")
     chosen = _read(types[name], raw, prefix, taken)
     own = {g.name for g in part_keys(types[name])}
     for other, cls in types.items():
@@ -300,12 +348,10 @@ def _coerce(key: str, value: Any, hint: Any) -> Any:
         if isinstance(value, Mapping):
             return dict(value)
         raise SettingError(f"{key} must be a mapping, got {value!r}")
-    ok = {
-        bool: isinstance(value, bool),
-        int: isinstance(value, int) and not isinstance(value, bool) or isinstance(value, float) and value.is_integer(),
-        float: isinstance(value, (int, float)) and not isinstance(value, bool),
-        str: isinstance(value, str),
-    }.get(kind, True)
+    ok = _of_scalar_type(value, kind, exact=False) if kind in (bool, int, float, str) else True
     if not ok:
         raise SettingError(f"{key} must be of type {kind.__name__}, got {value!r}")
-    return kind(value) if kind in (int, float) else value
+    try:
+        return kind(value) if kind in (int, float) else value
+    except OverflowError:  # an integer of hundreds of digits as a float
+        raise SettingError(f"{key} is out of range, got {str(value)[:40]}...") from None

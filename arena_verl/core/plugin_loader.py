@@ -21,7 +21,7 @@ __all__ = ["ENTRY_POINT_GROUP", "load_plugins", "PluginError"]
 ENTRY_POINT_GROUP = "arena_verl.plugins"
 _MODULE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*", re.ASCII)
 _loaded: set[str] = set()  # entry point values and module names imported in this process
-_entry_points_read = False
+_entry_points = "unread"  # unread | loading | read: a failure leaves it unread, so every later read fails again
 
 
 class PluginError(ValueError):
@@ -30,11 +30,16 @@ class PluginError(ValueError):
 
 def load_plugins(modules: Iterable[str] = ()) -> None:
     """Import the installed packages' entry points (once a process) and ``modules`` (each once)."""
-    global _entry_points_read
-    if not _entry_points_read:
-        _entry_points_read = True  # first: a plugin reading a registry while it loads must not load again
-        for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
-            _import(entry.value.partition(":")[0], f"entry point {entry.name!r} of group {ENTRY_POINT_GROUP!r}")
+    global _entry_points
+    if _entry_points == "unread":
+        _entry_points = "loading"  # a plugin that reads a registry while it loads must not load them again
+        try:
+            for entry in metadata.entry_points(group=ENTRY_POINT_GROUP):
+                _import(entry.value.partition(":")[0], f"entry point {entry.name!r} of group {ENTRY_POINT_GROUP!r}")
+        except PluginError:
+            _entry_points = "unread"
+            raise
+        _entry_points = "read"
     for module in modules:
         if not isinstance(module, str) or not _MODULE.fullmatch(module):
             raise PluginError(f"reward.arena.plugins: {module!r} is not a module path (package.module)")

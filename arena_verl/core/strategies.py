@@ -3,9 +3,9 @@ tournament is built), whether its call count is fixed by the group size, and its
 keys are flat ``reward.arena.<knob>`` keys, read with the rest of the settings and passed whole to its scheduler).
 
 Adding a strategy is its scheduler module and one :func:`register_strategy` call (a user's package does it at import;
-:mod:`arena_verl.plugins` imports it in every process). Its knobs share ``reward.arena``'s one namespace, so a knob
-another strategy declares already is refused at registration (and one that names another key, by the reader). Stdlib
-only: the settings read it without the tournament's numerics.
+:mod:`arena_verl.core.plugin_loader` imports it in every process). Its knobs share ``reward.arena``'s one namespace,
+so a knob another strategy declares already is refused at registration (and one that names another key, by the
+reader). Stdlib only: the settings read it without the tournament's numerics.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from arena_verl.backend_registry import BACKENDS, JudgeBackend, backend_of, spec_error
+from arena_verl.backend_registry import BACKENDS, JudgeBackend, backend_of, register, spec_error
 from arena_verl.backend_registry.builtin import EndpointOptions
 from arena_verl.backend_registry.grammar import endpoint_grammar, exact
 from arena_verl.core.fields import setting
@@ -122,7 +122,7 @@ def api():
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    BACKENDS["scorer_api"] = SCORER_API
+    register(SCORER_API)  # as a user's package does at import
     try:
         yield f"http://127.0.0.1:{server.server_port}/v2", seen
     finally:
@@ -211,3 +211,17 @@ def test_every_built_in_factory_names_a_callable_that_exists(name):
         tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
         defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
         assert attribute in defined, path
+
+
+def test_a_backend_key_that_another_backend_means_otherwise_is_refused_at_registration():
+    """verl's yaml lists each judge key once: a plugin's ``device`` may not be an int while transformers' is a str."""
+
+    @dataclass(frozen=True)
+    class Clash(EndpointOptions):
+        device: int = setting(0, help="another meaning of reward.arena.judge.device")
+
+    clash = JudgeBackend("clash", options=Clash, factory=ScorerApiJudge, spec_form="clash", parse_spec=_parse,
+                         format_spec=str)  # fmt: skip
+    with pytest.raises(ValueError, match=r"reward\.arena\.judge\.device is declared by the transformers backend"):
+        register(clash)
+    assert "clash" not in BACKENDS
