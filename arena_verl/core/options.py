@@ -35,8 +35,8 @@ class TournamentOptions(Part):
     budget: int | None = setting(
         None,
         low=1,
-        help="judge calls per routed group for the budgeted strategies (`random`, `info_gain`, `paced`; null: "
-        "live's count, 3N-6); at least N-1 (2(N-1) with `two_sided`)",
+        help="judge calls per routed group for the budgeted strategies (`random`, `info_gain`, `paced`, `swiss`; "
+        "null: live's count, 3N-6); at least N-1 (2(N-1) with `two_sided`)",
     )
     l2: float = setting(
         DEFAULT_L2, low=1e-6, high=1e3, help="Bradley-Terry L2 prior (a fit that stops at its iteration limit warns)"

@@ -20,6 +20,7 @@ from arena_verl.core.fields import Part, setting
 __all__ = [
     "Strategy",
     "PacedOptions",
+    "SwissOptions",
     "register_strategy",
     "strategy_of",
     "strategy_names",
@@ -39,6 +40,19 @@ class PacedOptions(Part):
         high=100.0,
         low_open=True,
         help="`paced`: how late the budget is spent while the group arrives (the quota's exponent; larger: later)",
+    )
+
+
+@dataclass(frozen=True)
+class SwissOptions(Part):
+    """The ``swiss`` strategy's knob (:class:`~arena_verl.core.tournament.formats.SwissScheduler`)."""
+
+    swiss_rounds: int | None = setting(
+        None,
+        low=1,
+        high=64,
+        help="`swiss`: rounds to play (each pairs traces of equal running score, no pair twice); null: as many as "
+        "the budget allows",
     )
 
 
@@ -107,6 +121,9 @@ for _entry in (
     Strategy("random", f"{_SCHEDULERS}:RandomScheduler"),
     Strategy("info_gain", f"{_SCHEDULERS}:InfoGainScheduler"),
     Strategy("paced", f"{_SCHEDULERS}:PacedScheduler", options=PacedOptions),
+    # The peers' formats (core/tournament/formats.py): ArenaRL's Swiss rounds, Tournament-GRPO's knockout.
+    Strategy("swiss", "arena_verl.core.tournament.formats:SwissScheduler", options=SwissOptions),
+    Strategy("knockout", "arena_verl.core.tournament.formats:KnockoutScheduler", fixed_count=True),
 ):
     register_strategy(_entry)
 del _entry

@@ -8,7 +8,8 @@ from helpers import paths
 from helpers.config_keys import leaves
 
 SNAPSHOT = json.loads((paths.REPO / "tests" / "data" / "settings_snapshot.json").read_text(encoding="utf-8"))
-ADDED = {"reward.arena.plugins": []}  # keys added since the snapshot, at their defaults
+# Keys added since the snapshot, at their defaults.
+ADDED = {"reward.arena.plugins": [], "reward.arena.swiss_rounds": None}
 # Keys the old settings listed whatever the backend; now a backend's own keys are read for that backend only.
 BACKEND_OWN = {
     "model_path", "device", "dtype", "base_url", "base_url_file", "api_key_env", "tokenizer", "num_engines",

@@ -45,7 +45,7 @@ def test_values_are_read_and_typed():
     "arena, message",
     [
         ({"mode": "best_of_n"}, r"reward\.arena\.mode must be one of"),
-        ({"strategy": "swiss"}, r"reward\.arena\.strategy must be one of"),
+        ({"strategy": "elo_ladder"}, r"reward\.arena\.strategy must be one of"),
         ({"moed": "arena"}, r"reward\.arena\.moed is not a known key"),
         ({"judge": {"backend": "gpt"}}, r"reward\.arena\.judge\.backend must be one of"),
         ({"judge": {"temprature": 1}}, r"reward\.arena\.judge\.temprature is not a known key"),

@@ -32,4 +32,4 @@ def test_today_s_reader_reads_the_same_values_from_the_same_leaves(entry):
     new = settings_leaves(settings_from_config(config))
     assert {key: new[key] for key in old if key in new} == {key: old[key] for key in old if key in new}
     assert {key for key in old if key not in new} <= {f"judge.{key}" for key in BACKEND_OWN}
-    assert set(new) - set(old) == {"plugins"}
+    assert set(new) - set(old) == {key.removeprefix("reward.arena.") for key in ADDED}

@@ -49,7 +49,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "judge's label probabilities, a number in [0, 1] (reward.arena.judge.verdict)",
     )
     parser.add_argument("--strategy", default="live", choices=strategy_names(), help="the tournament schedule")
-    parser.add_argument("--budget", type=int, help="judge calls per group (random, info_gain, paced)")
+    parser.add_argument(
+        "--budget", type=int, help="judge calls per group (the budgeted strategies: random, info_gain, paced, swiss)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seeds the presentation order and random schedules")
     parser.add_argument(
         "--wait-for-verdicts",

@@ -144,7 +144,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="budget"):
         run(4, judge, "info_gain", budget=-1)
     with pytest.raises(ValueError, match=r"strategy must be one of \(.*\), got "):
-        run(4, judge, "swiss")
+        run(4, judge, "elo_ladder")
 
 
 def test_single_trace_needs_no_judge():
@@ -419,7 +419,7 @@ def test_the_tournament_part_is_read_from_its_flat_keys_and_passed_whole():
     import inspect
 
     from arena_verl.core.options import TournamentOptions
-    from arena_verl.core.strategies import PacedOptions
+    from arena_verl.core.strategies import PacedOptions, SwissOptions
     from arena_verl.settings import ArenaSettings, arena_settings
 
     settings = arena_settings(
@@ -427,9 +427,8 @@ def test_the_tournament_part_is_read_from_its_flat_keys_and_passed_whole():
         prefix_aware=True, wait_for_verdicts=True, final_calls=2, pace=1.5,
     )  # fmt: skip
     options = settings.tournament
-    assert options == TournamentOptions(
-        "paced", 20, 0.3, True, True, False, "drop", True, True, {"paced": PacedOptions(final_calls=2, pace=1.5)}
-    )
+    knobs = {"paced": PacedOptions(final_calls=2, pace=1.5), "swiss": SwissOptions()}
+    assert options == TournamentOptions("paced", 20, 0.3, True, True, False, "drop", True, True, knobs)
     kwargs = options.tournament_kwargs()
     assert set(kwargs) <= set(inspect.signature(Tournament).parameters)
     assert kwargs["strategy_options"] is options.strategy_options["paced"]  # the strategy's own part, whole

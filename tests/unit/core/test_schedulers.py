@@ -35,7 +35,7 @@ def is_connected(num_items, comparisons):
 
 
 def test_strategies_are_the_documented_names():
-    assert STRATEGIES == ("round_robin", "live", "random", "info_gain", "paced")
+    assert STRATEGIES == ("round_robin", "live", "random", "info_gain", "paced", "swiss", "knockout")
 
 
 @pytest.mark.parametrize("num_items", range(1, 21))
@@ -220,7 +220,7 @@ def test_info_gain_prefers_uncertain_pairs_over_settled_ones():
 
 def test_scheduler_rejects_bad_arguments():
     with pytest.raises(ValueError, match=r"strategy must be one of \(.*\), got "):
-        make_scheduler("swiss", 8)
+        make_scheduler("elo_ladder", 8)
     with pytest.raises(ValueError, match="fixed number of calls"):
         make_scheduler("live", 8, budget=10)
     with pytest.raises(ValueError, match="cannot connect"):

@@ -212,7 +212,7 @@ def test_other_settings_on_the_same_file_are_an_error(dump, tmp_path, capsys):
     "args, message",
     [
         (["--judge", "gpt4"], "unknown judge 'gpt4'"),
-        (["--judge", "simulated", "--budget", "5"], "--budget applies to random, info_gain and paced"),
+        (["--judge", "simulated", "--budget", "5"], "--budget applies to random, info_gain, paced and swiss"),
         (["--judge", "simulated", "--strategy", "paced", "--budget", "2"], "--budget 2 cannot connect the 4 traces"),
         (["--judge", "simulated", "--concurrency", "0"], "--concurrency must be >= 1"),
     ],
