@@ -27,7 +27,13 @@ from arena_verl.core.plugin_loader import load_plugins
 from arena_verl.core.referee.admission import pool_share
 from arena_verl.core.sources import MATH_SOURCES, MULTIPLE_CHOICE_SOURCES
 from arena_verl.core.strategies import strategy_of
-from arena_verl.settings_judge import JudgeSettings, call_bound_text, judge_call_bound_s, judge_settings
+from arena_verl.settings_judge import (
+    JudgeSettings,
+    call_bound_text,
+    judge_call_bound_s,
+    judge_settings,
+    replicas_as_text,
+)
 
 __all__ = [
     "MODES",
@@ -145,11 +151,8 @@ def arena_settings(keys: Mapping[str, Any] | None = None, **more: Any) -> ArenaS
     judge_raw = raw.get("judge", {}) or {}
     if not isinstance(judge_raw, Mapping):
         raise ValueError(f"{_PREFIX}.judge must be a mapping, got {judge_raw!r}")
-    base_url = judge_raw.get("base_url")
-    if isinstance(base_url, (list, tuple)):  # several replicas as a YAML list: the comma-separated form
-        if not all(isinstance(url, str) for url in base_url):
-            raise ValueError(f"{_PREFIX}.judge.base_url must be an address or a list of addresses, got {base_url!r}")
-        raw = {**raw, "judge": {**judge_raw, "base_url": ",".join(base_url)}}
+    if isinstance(judge_raw.get("base_url"), (list, tuple)):
+        raw = {**raw, "judge": replicas_as_text(judge_raw, f"{_PREFIX}.judge")}
     return read_part(ArenaSettings, raw, _PREFIX, **fixed)
 
 

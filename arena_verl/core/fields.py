@@ -131,7 +131,7 @@ def _check_type(key: str, value: Any, hint: Any) -> None:
     kind = next((a for a in args if a is not type(None)), hint) if type(None) in args else hint
     origin = typing.get_origin(kind)
     if origin is tuple:
-        ok = isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+        ok = isinstance(value, tuple) and all(isinstance(v, _item_type(kind)) for v in value)
     elif origin is dict or kind is dict:
         ok = isinstance(value, Mapping)
     elif kind in (bool, int, float, str):
@@ -141,6 +141,12 @@ def _check_type(key: str, value: Any, hint: Any) -> None:
     if not ok:
         name = getattr(kind, "__name__", str(kind))
         raise SettingError(f"{key} must be of type {name}, got {value!r}")
+
+
+def _item_type(hint: Any) -> type:
+    """What a list key's items are: ``Mapping`` (``tuple[dict[str, Any], ...]``) or ``str``."""
+    item = typing.get_args(hint)[0]
+    return Mapping if item is dict or typing.get_origin(item) is dict else str
 
 
 def _of_scalar_type(value: Any, kind: type, exact: bool) -> bool:
@@ -224,7 +230,7 @@ def read_part(cls: type, raw: Mapping[str, Any], prefix: str, **fixed: Any) -> A
     part = _read(cls, raw, prefix, taken, fixed)
     unknown = sorted(set(raw) - taken - set(fixed))
     if unknown:
-        known = sorted(taken | _all_known(cls))
+        known = sorted(taken | set(_level_names(cls)))
         raise SettingError(f"{prefix}.{unknown[0]} is not a known key; known keys: {known}")
     return part
 
@@ -315,20 +321,6 @@ def _level_names(cls: type) -> list[str]:
     return names
 
 
-def _all_known(cls: type) -> set[str]:
-    names: set[str] = set()
-    for f in dataclasses.fields(cls):
-        kind = f.metadata.get("kind")
-        if kind in ("key", "nested"):
-            names.add(f.name)
-        elif kind == "flat":
-            names |= _all_known(f.metadata["cls"])
-        elif kind in ("chosen", "registered"):
-            for t in f.metadata["types"]().values():
-                names |= _all_known(t)
-    return names
-
-
 _DEFAULT = object()
 
 
@@ -340,10 +332,11 @@ def _coerce(key: str, value: Any, hint: Any) -> Any:
         return None if optional else _DEFAULT
     kind = next(a for a in args if a is not type(None)) if optional else hint
     origin = typing.get_origin(kind)
-    if origin is tuple:  # tuple[str, ...]
-        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-            return tuple(value)
-        raise SettingError(f"{key} must be a list of strings, got {value!r}")
+    if origin is tuple:  # tuple[str, ...] or tuple[dict[str, Any], ...]
+        item = _item_type(kind)
+        if isinstance(value, (list, tuple)) and all(isinstance(v, item) for v in value):
+            return tuple(dict(v) if item is Mapping else v for v in value)
+        raise SettingError(f"{key} must be a list of {'mappings' if item is Mapping else 'strings'}, got {value!r}")
     if origin is dict or kind is dict:
         if isinstance(value, Mapping):
             return dict(value)

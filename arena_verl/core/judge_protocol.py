@@ -16,6 +16,8 @@ __all__ = [
     "CallRecord",
     "report_failed_attempt",
     "report_cost",
+    "report_members",
+    "current_call",
     "counts_tokens",
     "recording_call",
 ]
@@ -63,6 +65,8 @@ class CallRecord:
     tokens_out: int | None = None  # tokens it generated (0: it only read probabilities)
     prompt_tokens: int | None = None  # its share of JudgeStats.prompt_tokens (the engine's report; None: no report)
     cached_tokens: int | None = None  # its share of JudgeStats.cached_tokens
+    # A judge ensemble's call: each asked member's outcome by name (None: that member failed); None: not an ensemble.
+    members: dict[str, float | None] | None = None
 
     def add(self, **counts: int) -> None:
         """Add ``counts`` to the counters they name (a counter still None starts from 0)."""
@@ -96,6 +100,19 @@ def report_cost(**counts: int) -> None:
     record = _CALL_RECORD.get()
     if record is not None:
         record.add(**counts)
+
+
+def report_members(outcomes: dict[str, float | None]) -> None:
+    """A judge ensemble reports what each member it asked said in the call in progress (the referee's per-member
+    figures, the audit's per-member tables). Outside a recorded call: nothing."""
+    record = _CALL_RECORD.get()
+    if record is not None:
+        record.members = dict(outcomes)
+
+
+def current_call() -> CallRecord | None:
+    """The record of the judge call the current task runs (None outside a recorded call)."""
+    return _CALL_RECORD.get()
 
 
 def counts_tokens() -> bool:

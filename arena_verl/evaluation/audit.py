@@ -43,6 +43,7 @@ tokens_in_per_call, ...     the mean over the calls that measured it (prompt tok
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -58,6 +59,7 @@ __all__ = [
     "accuracies",
     "audit_figures",
     "first_position_preference",
+    "member_figures",
     "order_flip_rate",
     "preferred",
     "tie_rate",
@@ -112,6 +114,8 @@ class AuditedPair:
     seconds: tuple[float | None, float | None] = (None, None)
     prompt_tokens: tuple[int | None, int | None] = (None, None)  # as the judge's engine reported them
     cached_tokens: tuple[int | None, int | None] = (None, None)  # ... of them served from its prefix cache
+    # A judge ensemble: each member's outcomes in the two orders (a member not asked in a call: null there).
+    members: dict[str, tuple[float | None, float | None]] | None = None
 
     @property
     def decided_both(self) -> bool:
@@ -227,3 +231,44 @@ def _pair_winner(pair: AuditedPair) -> int | None:
 def _mean(values: Iterable[float | None]) -> float | None:
     present = [float(v) for v in values if v is not None]
     return math.fsum(present) / len(present) if present else None
+
+
+def member_figures(pairs: Sequence[AuditedPair]) -> dict[str, dict[str, int | float | None]] | None:
+    """A judge ensemble's members, each audited alone on the same pairs (:func:`audit_figures` of its own outcomes;
+    ``agreement_with_ensemble``: its verdicts on the ensemble's side, where both gave one), and ``between`` them: for
+    each two members, the share of calls both answered where they took the same side (a tie is a side). None when no
+    pair has member outcomes (a single judge)."""
+    names = sorted({name for p in pairs if p.members for name in p.members})
+    if not names:
+        return None
+    out: dict[str, dict[str, int | float | None]] = {}
+    for name in names:
+        alone = [dataclasses.replace(p, outcomes=_member_outcomes(p, name), members=None) for p in pairs]
+        figures = {key: value for key, value in audit_figures(alone).items() if not key.endswith("_per_call")}
+        figures["agreement_with_ensemble"] = _agreement(
+            (mine, theirs) for p, a in zip(pairs, alone) for mine, theirs in zip(a.outcomes, p.outcomes)
+        )
+        out[name] = figures
+    between: dict[str, float | None] = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            between[f"{a} vs {b}"] = _agreement(
+                pair for p in pairs for pair in zip(_member_outcomes(p, a), _member_outcomes(p, b))
+            )
+    return {**out, "between": between}
+
+
+def _member_outcomes(pair: AuditedPair, name: str) -> tuple[float | None, float | None]:
+    return tuple((pair.members or {}).get(name, (None, None)))
+
+
+def _agreement(outcome_pairs: Iterable[tuple[float | None, float | None]]) -> float | None:
+    """The share of the pairs of outcomes, both given, on the same side of 0.5 (a tie is a side); None: no such pair."""
+    both = [(a, b) for a, b in outcome_pairs if a is not None and b is not None]
+    if not both:
+        return None
+    return sum(_side(a) == _side(b) for a, b in both) / len(both)
+
+
+def _side(outcome: float) -> int:
+    return (outcome > 0.5) - (outcome < 0.5)

@@ -23,7 +23,7 @@ from arena_verl.backend_registry import BACKENDS
 from arena_verl.core.fields import key_fields, range_text
 from arena_verl.core.strategies import STRATEGY_REGISTRY
 from arena_verl.settings import ArenaSettings
-from arena_verl.settings_judge import JudgeSettings
+from arena_verl.settings_judge import EnsembleOptions, JudgeSettings
 
 __all__ = ["render_yaml", "render_tables", "configure_parser", "run", "DEFAULTS_YAML", "CONFIG_DOC"]
 
@@ -108,6 +108,14 @@ def render_yaml() -> str:
     for heading, fields in _judge_groups():
         lines.append(f"      # {_plain_help(heading)}")
         lines += [f"      {f.name}: {_literal(_default(f))}  # {_plain_help(f.metadata['help'])}" for f in fields]
+    lines += [
+        "      # a judge ensemble: further judges that vote with this one (none: this judge alone)",
+        "      ensemble:",
+    ]
+    lines += [
+        f"        {f.name}: {_literal(_default(f))}  # {_plain_help(f.metadata['help'])}"
+        for f in key_fields(EnsembleOptions)
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -129,6 +137,12 @@ def render_tables() -> str:
         "backend's are refused).",
         "",
         *_table(_judge_groups()),
+        "",
+        "## `reward.arena.judge.ensemble.*`",
+        "",
+        "Several judges that vote on each comparison: [judge ensembles](judges.md#judge-ensembles).",
+        "",
+        *_table(iter([("the ensemble", key_fields(EnsembleOptions))])),
         "",
         END,
     ]

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from arena_verl.core.names import FALLBACK_REASONS
+from arena_verl.core.referee.members import is_member_counter
 from arena_verl.core.referee.metrics import COUNTERS, derive_metrics
 from arena_verl.settings import ArenaSettings, settings_from_config
 from arena_verl.verl_edge.advantage import pop_step_figures, use_settings
@@ -94,6 +95,9 @@ class ArenaMetricsReader:
                 logger.debug("arena metrics: referee shard %d unavailable: %r", shard, exc)
                 continue
             now = {key: float(shard_metrics.get(f"arena/{key}", 0.0)) for key in COUNTERS}
+            # a judge ensemble's per-member counters, where the referee has any
+            members = {key.removeprefix("arena/"): v for key, v in shard_metrics.items() if key.startswith("arena/")}
+            now.update({key: float(v) for key, v in members.items() if is_member_counter(key)})
             before = self._previous.get(shard, {})
             started_at = clock.get("started_at")
             known = self._started_at.get(shard)
@@ -106,8 +110,8 @@ class ArenaMetricsReader:
                 restarts += 1
             if started_at is not None:
                 self._started_at[shard] = started_at
-            for key in COUNTERS:
-                delta[key] += now[key] - before.get(key, 0.0)
+            for key in now:
+                delta[key] = delta.get(key, 0.0) + now[key] - before.get(key, 0.0)
             self._previous[shard] = now
             if now["samples"] > before.get("samples", 0.0):
                 last_arrival = max(last_arrival, clock["last_arrival"])

@@ -9,7 +9,15 @@ from helpers.config_keys import leaves
 
 SNAPSHOT = json.loads((paths.REPO / "tests" / "data" / "settings_snapshot.json").read_text(encoding="utf-8"))
 # Keys added since the snapshot, at their defaults.
-ADDED = {"reward.arena.plugins": [], "reward.arena.swiss_rounds": None}
+ADDED = {
+    "reward.arena.plugins": [],
+    "reward.arena.swiss_rounds": None,
+    "reward.arena.judge.ensemble.members": [],
+    "reward.arena.judge.ensemble.combine": "mean",
+    "reward.arena.judge.ensemble.per_comparison": None,
+    "reward.arena.judge.ensemble.quorum": 1,
+    "reward.arena.judge.ensemble.primary_name": "judge",
+}
 # Keys the old settings listed whatever the backend; now a backend's own keys are read for that backend only.
 BACKEND_OWN = {
     "model_path", "device", "dtype", "base_url", "base_url_file", "api_key_env", "tokenizer", "num_engines",

@@ -81,6 +81,8 @@ class Group:
         self.speculative_failures = 0  # of those, calls without a verdict after a failed attempt
         self.position: dict[str, float] = {}  # position_figures() of its tournament's verdicts
         self.order_effect: float | None = None  # its fitted first-position bonus (order_effect: true)
+        # A judge ensemble's calls: (first, second, combined outcome, each member's outcome); cleared once counted.
+        self.member_calls: list = []
         # Kept once answered, for the arena's advantage estimator (Referee.advantage_groups): how it was rewarded.
         self.route_class: str | None = None  # "routed", "mixed" (diverse, verifier rewards) or "uniform" (the rest)
         self.certainty = -1.0

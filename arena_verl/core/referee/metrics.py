@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from arena_verl.core.names import FALLBACK_REASONS
+from arena_verl.core.referee.members import is_member_counter, member_metrics
 
 __all__ = [
     "COUNTERS",
@@ -109,9 +110,12 @@ class StepCounters:
             self.add(step, key, amount)
 
     def counts(self, step: int | None = None) -> dict[str, float]:
-        """Every counter of ``COUNTERS``, for one step or since the start (0 for a step not kept or never seen)."""
+        """Every counter of ``COUNTERS``, for one step or since the start (0 for a step not kept or never seen), and
+        a judge ensemble's per-member counters (:mod:`~arena_verl.core.referee.members`) where there are any."""
         counts = self.by_step.get(step, collections.Counter()) if step is not None else self.total
-        return {key: float(counts[key]) for key in COUNTERS}
+        out = {key: float(counts[key]) for key in COUNTERS}
+        out.update({key: float(value) for key, value in counts.items() if is_member_counter(key)})
+        return out
 
 
 def group_counts(
@@ -230,6 +234,7 @@ def derive_metrics(counts: dict[str, float]) -> dict[str, float]:
         out["arena/certainty"] = share("certainty_sum", counts["certainty_groups"])
     if counts.get("order_effect_fits", 0):
         out["arena/order_effect"] = share("order_effect_sum", counts["order_effect_fits"])
+    out.update(member_metrics(counts))  # a judge ensemble's members (none: nothing)
     return out
 
 

@@ -19,7 +19,7 @@ import logging
 import time
 
 from arena_verl.core.counts import is_count
-from arena_verl.core.judge_protocol import Judge
+from arena_verl.core.judge_protocol import Judge, current_call
 from arena_verl.core.limiter import PRIORITY_COMPLETE, PriorityLimiter
 from arena_verl.core.modes import mode_of
 from arena_verl.core.names import (
@@ -49,6 +49,7 @@ from arena_verl.core.referee.groups import (
     normalised,
     stable_seed,
 )
+from arena_verl.core.referee.members import member_counts
 from arena_verl.core.referee.metrics import (
     JUDGE_STAT_COUNTERS,
     StepCounters,
@@ -224,7 +225,11 @@ class Referee:
     def _new_tournament(self, group: Group) -> Tournament:
         async def compare(first: int, second: int) -> float | None:
             a, b = group.members[first], group.members[second]
-            return await self.judge.compare(a.problem, a.trace, b.trace, a.reference, task=a.task, group=group.uid)
+            outcome = await self.judge.compare(a.problem, a.trace, b.trace, a.reference, task=a.task, group=group.uid)
+            record = current_call()
+            if record is not None and record.members is not None:  # a judge ensemble: what each member said
+                group.member_calls.append((first, second, outcome, record.members))
+            return outcome
 
         return Tournament(
             group.size,
@@ -363,6 +368,9 @@ class Referee:
         )
         if counts["samples_routed"]:
             self._last_routed_answer_at = time.time()
+        if group.member_calls:  # a judge ensemble's members, on this group's calls
+            counts.update(self._member_counts(group, routed=counts["groups_routed"] > 0))
+            group.member_calls = []
         if getattr(self.judge, "simulated", False):  # a judge's own fact (the SIMULATED judges say so)
             counts["judge_calls_simulated"] = counts["judge_calls"]
         # The judge counts low-mass calls and tokens across groups; what is new is charged to the next group answered.
@@ -372,6 +380,21 @@ class Referee:
             counts[counter] = max(0, total - self._judge_seen[field])
             self._judge_seen[field] = max(self._judge_seen[field], total)
         self._counters.add_all(group.step, counts)
+
+    def _member_counts(self, group: Group, routed: bool):
+        tournament = self.tournament
+        try:
+            return member_counts(
+                group.size,
+                group.member_calls,
+                routed=routed,
+                l2=tournament.l2,
+                order_effect=tournament.order_effect,
+                mirror=tournament.mirror_augment,
+            )
+        except Exception as exc:  # noqa: BLE001  (a figure never fails a group's answer)
+            logger.warning("group %s: per-member judge figures failed (%r)", group.uid, exc)
+            return {}
 
     def _count(self, step: int | None, key: str, amount: float = 1) -> None:
         self._counters.add(step, key, amount)

@@ -17,6 +17,7 @@ appended (rerun to continue), 2 bad input (one ``error:`` line).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,13 @@ from arena_verl.backend_registry import backend_of
 from arena_verl.core.errors import EXIT_OK, InputError, guarded
 from arena_verl.core.names import VERDICT_MODES
 from arena_verl.data.dump_notes import blank_line_note, disagreement_note, duplicate_note
-from arena_verl.evaluation.audit import audit_figures
+from arena_verl.evaluation.audit import audit_figures, member_figures
 from arena_verl.evaluation.scoring import Scorer
 from arena_verl.evaluation.tables import number, percent
 from arena_verl.evaluation.verified import DIFFERING_COPIES
 from arena_verl.judge.spec import JUDGE_SPEC_FORMS, judge_settings_from_spec, judge_spec
 from arena_verl.settings import ArenaSettings
-from arena_verl.settings_judge import JudgeSettings
+from arena_verl.settings_judge import ENSEMBLE_COMBINES, EnsembleOptions, JudgeSettings, judge_settings
 from arena_verl.tools.audit.judging import CallMeasure, judge_pairs
 from arena_verl.tools.audit.pairs_file import PAIRS_FILE, PairsFile, PairsInputError, audited
 from arena_verl.tools.audit.report import write_report
@@ -60,6 +61,20 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "unless the flag is given",
     )
     parser.add_argument("--judge", required=True, help=f"one of {', '.join(JUDGE_SPEC_FORMS)}")
+    parser.add_argument(
+        "--member",
+        action="append",
+        default=[],
+        metavar="[NAME=]SPEC",
+        help="a further judge of an ensemble with --judge (repeat for more; reward.arena.judge.ensemble.members): "
+        "each member and the ensemble are audited on the same pairs",
+    )
+    parser.add_argument(
+        "--combine",
+        choices=ENSEMBLE_COMBINES,
+        default=EnsembleOptions().combine,
+        help="how an ensemble combines its members' verdicts (reward.arena.judge.ensemble.combine)",
+    )
     parser.add_argument(
         "--verdict",
         choices=VERDICT_MODES,
@@ -106,19 +121,17 @@ def run(args: argparse.Namespace) -> int:
         args.answer_extraction = sample_traces.ANSWER_EXTRACTION if bundled else ArenaSettings().answer_extraction
     _check_options(args)
     try:
-        judge_settings = judge_settings_from_spec(
-            args.judge, verdict=args.verdict, think_first=bool(args.think_first), max_concurrency=args.concurrency
-        )
+        judge_settings = _judge_settings(args)
     except ValueError as exc:
         raise InputError(str(exc)) from None
     settings = {
-        "judge": judge_spec(judge_settings),
+        "judge": _judge_text(judge_settings),
         "verdict": args.verdict,
         "think_first": bool(args.think_first),
         "seed": args.seed,
         "verification": verification_text(args),
     }
-    simulated = backend_of(judge_settings).simulated
+    simulated = all(backend_of(voter).simulated for _, voter in judge_settings.voters())
     out = PairsFile(args.out / PAIRS_FILE)
     token_source = None
     with ResumableRun(out, units="pairs", done="judged") as resumable:
@@ -162,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
         "judge": settings["judge"],
         "verdict": args.verdict,
         "simulated": simulated,
+        "members": member_figures(judged),  # an ensemble's members, each alone on the same pairs (None: one judge)
         "run": {
             "dump": str(dump),
             "pairs_file": str(out.path),
@@ -212,7 +226,16 @@ def pair_record(
         "seconds": [round(call.seconds, 6) for call in calls],
         "prompt_tokens": [call.prompt_tokens for call in calls],
         "cached_tokens": [call.cached_tokens for call in calls],
+        **_member_outcomes(calls),
     }
+
+
+def _member_outcomes(calls: tuple[CallMeasure, CallMeasure]) -> dict[str, Any]:
+    """A judge ensemble's line: each member's outcomes in the two orders (null where it failed or was not asked)."""
+    names = sorted({name for call in calls if call.members for name in call.members})
+    if not names:
+        return {}
+    return {"members": {name: [(call.members or {}).get(name) for call in calls] for name in names}}
 
 
 def console_line(s: dict[str, Any], page: Path) -> str:
@@ -234,6 +257,35 @@ def _engine_tokens(s: dict[str, Any]) -> str:
         return ""
     prompt, cached = number(s["prompt_tokens_per_call"], 1), number(s["cached_tokens_per_call"], 1)
     return f" (engine: prompt {prompt}, cached {cached})"
+
+
+_NAMED_MEMBER = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,39})=(.+)")
+
+
+def _judge_settings(args: argparse.Namespace) -> JudgeSettings:
+    """``--judge``, with ``--member`` specs as an ensemble's further members (``NAME=SPEC``: named NAME)."""
+    common = {"verdict": args.verdict, "think_first": bool(args.think_first), "max_concurrency": args.concurrency}
+    primary = judge_settings_from_spec(args.judge, **common)
+    if not args.member:
+        return primary
+    members = []
+    for text in args.member:
+        named = _NAMED_MEMBER.fullmatch(text)  # NAME=SPEC; a spec's own "?k=v" is no name
+        name, spec = (named.group(1), named.group(2)) if named else ("", text)
+        member = judge_settings_from_spec(spec, **common).as_keys()
+        members.append({**member, **({"name": name} if name else {})})
+    ensemble = {"members": members, "combine": args.combine}
+    return judge_settings({**primary.as_keys(), "ensemble": ensemble})
+
+
+def _judge_text(settings: JudgeSettings) -> str:
+    """The judge as the pairs file records it: its spec, and an ensemble's members' (another ensemble is another
+    run's file)."""
+    voters = settings.voters()
+    if len(voters) == 1:
+        return judge_spec(settings)
+    members = " + ".join(f"{name}={judge_spec(voter)}" for name, voter in voters)
+    return f"ensemble({settings.ensemble.combine}): {members}"
 
 
 def verification_text(args: argparse.Namespace) -> str:

@@ -57,6 +57,7 @@ class CallMeasure:
     tokens_out: int | None = None
     prompt_tokens: int | None = None  # the judge's engine's own counts (stats.prompt_tokens, stats.cached_tokens)
     cached_tokens: int | None = None
+    members: dict[str, float | None] | None = None  # a judge ensemble: what each member it asked said
 
 
 async def measure_call(judge, run: Callable[[], Any], timeout_s: float, what: str) -> CallMeasure:
@@ -70,7 +71,9 @@ async def measure_call(judge, run: Callable[[], Any], timeout_s: float, what: st
     engine = (None, None)
     if getattr(judge, "reports_usage", False):  # the engine's counts of what it read and had cached
         engine = (record.prompt_tokens or 0, record.cached_tokens or 0)
-    return CallMeasure(outcome, seconds, record.low_mass, record.tokens_in, record.tokens_out, *engine)
+    return CallMeasure(
+        outcome, seconds, record.low_mass, record.tokens_in, record.tokens_out, *engine, members=record.members
+    )
 
 
 def token_source(judge, measures: list[CallMeasure]) -> str | None:

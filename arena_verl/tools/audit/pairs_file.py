@@ -59,6 +59,7 @@ def audited(line: dict[str, Any]) -> AuditedPair:
         seconds=tuple(line["seconds"]),
         prompt_tokens=tuple(line.get("prompt_tokens", (None, None))),
         cached_tokens=tuple(line.get("cached_tokens", (None, None))),
+        members={name: tuple(pair) for name, pair in line["members"].items()} if line.get("members") else None,
     )
 
 
@@ -102,6 +103,14 @@ def _wrong_type(record: dict[str, Any]) -> str | None:
     for key in ENGINE_TOKENS:
         if key in record and not two(key, count_or_null):
             return f"{key} is not two counts (or null)"
+    members = record.get("members")  # a judge ensemble's members (optional: a single judge writes none)
+    if members is not None:
+        verdict = lambda o: o is None or valid_outcome(o) is not None  # noqa: E731
+        if not isinstance(members, dict) or not all(
+            isinstance(name, str) and isinstance(pair, list) and len(pair) == 2 and all(verdict(o) for o in pair)
+            for name, pair in members.items()
+        ):
+            return "members is not each member's two verdicts (numbers in [0, 1] or null)"
     return None
 
 

@@ -26,6 +26,7 @@ _SHARES = {
     "accuracy_se",
     "accuracy_first_order",
     "accuracy_second_order",
+    "agreement_with_ensemble",
     "first_position_preference",
     "order_flip_rate",
     "tie_rate",
@@ -159,6 +160,7 @@ def _page(summary: dict, figures: list[tuple[str, str]], inputs: dict[str, Any])
     if notes:
         parts.append("<ul class='notes'>" + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
     parts += ["<h2>Figures</h2>", html_table(["summary.json key", "value", "meaning"], rows)]
+    parts += _members_section(summary.get("members"))
     for file, caption in figures:
         parts.append(f"<figure><img src='{file}' alt='{html.escape(caption)}'><figcaption>{html.escape(caption)}")
         parts.append("</figcaption></figure>")
@@ -168,6 +170,34 @@ def _page(summary: dict, figures: list[tuple[str, str]], inputs: dict[str, Any])
         "</body></html>",
     ]
     return "\n".join(parts) + "\n"
+
+
+_MEMBER_COLUMNS = (
+    "accuracy",
+    "accuracy_se",
+    "first_position_preference",
+    "order_flip_rate",
+    "tie_rate",
+    "transitivity_violations",
+    "calls_without_verdict",
+    "agreement_with_ensemble",
+)
+
+
+def _members_section(members: dict | None) -> list[str]:
+    """A judge ensemble: each member alone on the same pairs, and the agreement between members."""
+    if not members:
+        return []
+    names = [name for name in members if name != "between"]
+    rows = [[name] + [_value(key, members[name].get(key)) for key in _MEMBER_COLUMNS] for name in names]
+    between = [[which, percent(share)] for which, share in members.get("between", {}).items()]
+    return [
+        "<h2>Ensemble members, each alone on the same pairs</h2>",
+        html_table(["member", *_MEMBER_COLUMNS], rows),
+        "<p class='inputs'>The figures above are the ensemble's (its combined verdicts). Agreement: the share of calls "
+        "both answered on the same side (a tie is a side).</p>",
+        html_table(["members", "agreement"], between) if between else "",
+    ]
 
 
 def _headline(s: dict) -> str:

@@ -16,6 +16,9 @@ arm                    recipe                               non-diverse groups g
                                                             with a position bias of 0.1 (a small real judge)
 ``arena_live_noisy_certain``                                as ``arena_live_noisy``, certainty weighting on
 ``arena_live_half_lr`` ``recipes/arena_live.sh``            as ``arena_live`` at half the learning rate
+``arena_live_ensemble`` ``recipes/arena_live.sh``           an ensemble judges: the step judge and a noisy,
+                                                            first-biased copy of it (70% right, position bias 0.3)
+``arena_live_ensemble_certain``                             as ``arena_live_ensemble``, certainty weighting on
 ``valid_chain``        ``recipes/rlvr.sh``                  reference: a right answer counts only through a fully
                                                             valid chain (:mod:`.valid_chain`, a scorer the config
                                                             names); no arena
@@ -59,6 +62,11 @@ STEP_JUDGE_KNOBS: dict = {}
 # What a small real judge is like: right three times in four, and a tenth more likely to prefer the first trace.
 NOISY_STEP_JUDGE_KNOBS: dict = {"accuracy": 0.75, "position_bias": 0.1}
 CERTAINTY_ON = ("reward.arena.certainty_weighting=true",)
+# A judge ensemble (reward.arena.judge.ensemble): the arm's step judge and a copy of it that is right 70% of the time
+# and prefers the first trace 30% of the time, with noise of its own (seed 1), their verdicts averaged.
+NOISY_COPY_MEMBER = (
+    "reward.arena.judge.ensemble.members=[{name:noisy,callable_kwargs:{accuracy:0.7,position_bias:0.3,seed:1}}]",
+)
 # The valid-chain reference: verl's custom reward function, so the reward manager scores with it (a scorer the config
 # names, not a second verifier).
 VALID_CHAIN_REWARD = (
@@ -130,6 +138,22 @@ ARMS = {
             "rlvr",
             summary="reference: a right answer counts only through a fully valid chain (no arena)",
             overrides=VALID_CHAIN_REWARD,
+        ),
+        Arm(
+            "arena_live_ensemble",
+            "arena_live",
+            STEP_JUDGE,
+            STEP_JUDGE_KNOBS,
+            summary="Arena-Live, an ensemble of the step judge and a noisy, first-biased copy",
+            overrides=NOISY_COPY_MEMBER,
+        ),
+        Arm(
+            "arena_live_ensemble_certain",
+            "arena_live",
+            STEP_JUDGE,
+            STEP_JUDGE_KNOBS,
+            summary="Arena-Live, the ensemble of the step judge and its noisy copy, certainty weighting",
+            overrides=NOISY_COPY_MEMBER + CERTAINTY_ON,
         ),
         Arm("arenarl", "arenarl", STEP_JUDGE, STEP_JUDGE_KNOBS, summary="ArenaRL: round robin on every group"),
         Arm(

@@ -384,3 +384,34 @@ def test_a_judge_that_reports_no_usage_has_null_engine_tokens_and_old_pairs_file
     judge = Script(oracle)
     summary, _ = run_audit(dump, tmp_path, monkeypatch, judge)
     assert judge.calls == [] and summary["prompt_tokens_per_call"] is None and summary["calls"] == len(lines) * 2
+
+
+def test_an_ensemble_audits_each_member_and_the_ensemble_on_the_same_pairs(dump, tmp_path, monkeypatch):
+    """An oracle, an always-first judge and a member that always fails, combined by their mean: the ensemble's
+    figures, each member's alone, and the agreement between members, on the same pairs; the failing member's calls
+    are its own (the ensemble's calls all have a verdict)."""
+    from arena_verl.judge.ensemble import EnsembleJudge, Member
+
+    def dead(problem, first, second):
+        raise ConnectionError("gone")
+
+    judge = EnsembleJudge(
+        [Member("judge", Script(oracle), 5.0), Member("first", Script(always_first), 5.0),
+         Member("dead", Script(dead), 5.0)]
+    )  # fmt: skip
+    summary, lines = run_audit(
+        dump, tmp_path, monkeypatch, judge, "--member", "first=simulated", "--member", "dead=simulated?seed=2"
+    )
+    assert summary["judge"].startswith("ensemble(mean): judge=simulated + first=simulated + dead=simulated")
+    calls = 2 * (LABELLED_PAIRS + SAME_PAIRS)
+    members = summary["members"]
+    assert members["judge"]["accuracy"] == 1.0 and members["first"]["first_position_preference"] == 1.0
+    assert members["dead"]["calls_without_verdict"] == calls and members["dead"]["accuracy"] is None
+    assert summary["calls_without_verdict"] == 0
+    # the mean of the oracle and always-first: a labelled pair's correct trace wins shown first, ties shown second
+    assert (summary["accuracy_first_order"], summary["accuracy_second_order"]) == (1.0, 0.5)  # a tie: half
+    assert members["between"]["dead vs first"] is None  # never both answered
+    assert 0 < members["between"]["first vs judge"] < 1
+    assert all(set(line["members"]) == {"judge", "first", "dead"} for line in lines)
+    assert all(line["members"]["dead"] == [None, None] for line in lines)
+    assert "Ensemble members" in (tmp_path / "report" / "index.html").read_text()
