@@ -32,6 +32,7 @@ from arena_verl.settings_judge import (
     call_bound_text,
     judge_call_bound_s,
     judge_settings,
+    longest_timeout_s,
     replicas_as_text,
 )
 
@@ -245,7 +246,7 @@ def default_tournament_timeout_s(settings: ArenaSettings) -> float:
     try:
         need = judge_call_bound_s(settings.judge)
         if settings.referee.completion_grace is not None:
-            need = max(need, settings.referee.completion_grace * settings.judge.timeout_s)
+            need = max(need, settings.referee.completion_grace * longest_timeout_s(settings.judge))
     except (OverflowError, TypeError, ValueError):  # absurd retries, wrong types, no such backend: validation's
         need = 0.0
     return float(min(DAY_S, max(MIN_TOURNAMENT_TIMEOUT_S, math.ceil(need) if math.isfinite(need) else 0)))
@@ -280,13 +281,14 @@ def limit_contradictions(settings: ArenaSettings) -> list[str]:
             f"least {math.ceil(bound)} or lower {keys}"
         )
     grace = settings.referee.completion_grace
-    if grace is not None and grace * judge.timeout_s > timeout:
+    call_timeout = longest_timeout_s(judge)  # an ensemble's: its slowest member's
+    if grace is not None and grace * call_timeout > timeout:
         problems.append(
-            f"{_PREFIX}.completion_grace={grace:g} x {_PREFIX}.judge.timeout_s={judge.timeout_s:g} = "
-            f"{grace * judge.timeout_s:g} s is longer than {_PREFIX}.tournament_timeout_s="
+            f"{_PREFIX}.completion_grace={grace:g} x {_PREFIX}.judge.timeout_s={call_timeout:g} = "
+            f"{grace * call_timeout:g} s is longer than {_PREFIX}.tournament_timeout_s="
             f"{timeout:g}: with calls near their timeout the tournament's timeout cuts a "
             "complete group (every verdict lost) before the grace answers it with the verdicts in hand; raise "
-            f"tournament_timeout_s to at least {math.ceil(grace * judge.timeout_s)}, or lower completion_grace or "
+            f"tournament_timeout_s to at least {math.ceil(grace * call_timeout)}, or lower completion_grace or "
             "judge.timeout_s"
         )
     return problems

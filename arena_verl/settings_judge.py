@@ -18,8 +18,10 @@ __all__ = [
     "JudgeSettings",
     "EnsembleOptions",
     "ENSEMBLE_COMBINES",
+    "ENSEMBLE_SLACK_S",
     "judge_settings",
     "judge_call_bound_s",
+    "longest_timeout_s",
     "call_bound_text",
     "MAX_RETRIES",
 ]
@@ -27,6 +29,12 @@ __all__ = [
 _KEY = "reward.arena.judge"
 MAX_RETRIES = 100  # the call budget doubles its backoff with each retry
 ENSEMBLE_COMBINES = ("mean", "majority")
+# An ensemble call's bound at the referee past its slowest member's own: a member that hangs runs out its bound first
+# (its deadline starts a moment after the call's), so the others' verdicts are still combined.
+ENSEMBLE_SLACK_S = 1.0
+# Keys that say together where a served judge is: a member that sets one of them inherits none of them (a member's
+# own address is never replaced by the judge block's URL file).
+_ADDRESS_KEYS = ("base_url", "base_url_file")
 _MEMBER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,39}")  # a member's name is a part of its metrics' keys
 
 
@@ -219,7 +227,9 @@ class JudgeSettings(Part):
         generations; a probability verdict up to PROBABILITY_READS_PER_VERDICT reads (after a reasoning generation,
         and as often as ``parse_retries`` allows, with ``think_first``). Each step is tried ``retries + 1`` times,
         each bounded by ``timeout_s``, with the exponential backoff between."""
-        return max(voter._own_call_budget_s() for _, voter in self.voters())
+        voters = self.voters()
+        slowest = max(voter._own_call_budget_s() for _, voter in voters)
+        return slowest + (ENSEMBLE_SLACK_S if len(voters) > 1 else 0.0)
 
     def _own_call_budget_s(self) -> float:
         per_step = (self.retries + 1) * self.timeout_s + (2 ** (self.retries + 1)) * self.backoff_s
@@ -274,6 +284,8 @@ def _voters(judge: JudgeSettings) -> tuple[tuple[str, JudgeSettings], ...]:
             member = replicas_as_text(member, where)
             keys = {"backend": judge.backend, **{name: value for name, value in member.items() if name != "name"}}
             inherited = {**own, **(backend_own if keys["backend"] == judge.backend else {})}
+            if any(key in keys for key in _ADDRESS_KEYS):
+                inherited = {key: value for key, value in inherited.items() if key not in _ADDRESS_KEYS}
             try:
                 voter = read_part(JudgeSettings, {**inherited, **keys}, where)
             except ValueError as exc:  # a part's own check names its keys from the judge block: name the member's
@@ -309,11 +321,18 @@ def _own_call_bound_s(judge: JudgeSettings) -> float:
     return judge._own_call_budget_s() if backend_of(judge).retries else judge.timeout_s
 
 
+def longest_timeout_s(judge: JudgeSettings) -> float:
+    """The longest ``timeout_s`` of one generation among the judges that vote (one judge: its own)."""
+    return max(voter.timeout_s for _, voter in judge.voters())
+
+
 def judge_call_bound_s(judge: JudgeSettings) -> float:
     """The longest one judge call may take at the referee: a backend that does not retry (python) bounds each call by
     ``timeout_s`` alone; every other judge's call is bounded by ``call_budget_s`` (its retries included). An
     ensemble's call is its slowest member's (the members are asked at once)."""
-    return max(_own_call_bound_s(voter) for _, voter in judge.voters())
+    voters = judge.voters()
+    slowest = max(_own_call_bound_s(voter) for _, voter in voters)
+    return slowest + (ENSEMBLE_SLACK_S if len(voters) > 1 else 0.0)
 
 
 def call_bound_text(judge: JudgeSettings) -> str:
@@ -321,7 +340,10 @@ def call_bound_text(judge: JudgeSettings) -> str:
     voters = judge.voters()
     if len(voters) > 1:
         name, slowest = max(voters, key=lambda voter: _own_call_bound_s(voter[1]))
-        return f"the ensemble's slowest member, {name}: {call_bound_text(slowest)}"
+        return (
+            f"{judge_call_bound_s(judge):g} s, the ensemble's slowest member's bound + {ENSEMBLE_SLACK_S:g} s; "
+            f"{name}: {call_bound_text(slowest)}"
+        )
     if not backend_of(judge).retries:
         return f"{judge.timeout_s:g} s ({_KEY}.timeout_s; the {judge.backend} backend does not retry)"
     if judge.verdict == "probability":

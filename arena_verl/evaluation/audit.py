@@ -233,11 +233,11 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return math.fsum(present) / len(present) if present else None
 
 
-def member_figures(pairs: Sequence[AuditedPair]) -> dict[str, dict[str, int | float | None]] | None:
+def member_figures(pairs: Sequence[AuditedPair]) -> dict[str, dict] | None:
     """A judge ensemble's members, each audited alone on the same pairs (:func:`audit_figures` of its own outcomes;
-    ``agreement_with_ensemble``: its verdicts on the ensemble's side, where both gave one), and ``between`` them: for
-    each two members, the share of calls both answered where they took the same side (a tie is a side). None when no
-    pair has member outcomes (a single judge)."""
+    ``agreement_with_ensemble``: its verdicts on the ensemble's side, where both gave one), as ``alone``, and
+    ``between`` them: for each two members, the share of calls both answered where they took the same side (a tie is
+    a side). None when no pair has member outcomes (a single judge)."""
     names = sorted({name for p in pairs if p.members for name in p.members})
     if not names:
         return None
@@ -255,7 +255,7 @@ def member_figures(pairs: Sequence[AuditedPair]) -> dict[str, dict[str, int | fl
             between[f"{a} vs {b}"] = _agreement(
                 pair for p in pairs for pair in zip(_member_outcomes(p, a), _member_outcomes(p, b))
             )
-    return {**out, "between": between}
+    return {"alone": out, "between": between}
 
 
 def _member_outcomes(pair: AuditedPair, name: str) -> tuple[float | None, float | None]:

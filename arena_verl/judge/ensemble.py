@@ -12,13 +12,18 @@ referee, the tournament and the tools call it as they call one judge.
   than ``quorum`` is a failed call (``None``), to which the referee's thin-group rule applies as to any failed call.
 - **What each member said** is reported to the call's record (:func:`~arena_verl.core.judge_protocol.report_members`):
   the referee turns it into per-member figures, the audit into per-member tables. The call is marked as having a
-  failed attempt once the quorum can no longer be met, so that a call cut then counts as failed, not as a straggler.
+  failed attempt once the quorum can no longer be met (and the members still working are cancelled: no verdict can
+  come of them), so that it counts as failed, not as a straggler.
+- **The referee's deadline** of an ensemble call is its slowest member's bound plus a second
+  (:data:`~arena_verl.settings_judge.ENSEMBLE_SLACK_S`): a member that hangs runs out its own bound first, and the
+  others' verdicts are combined.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, fields
 
@@ -37,6 +42,8 @@ from arena_verl.core.judge_protocol import (
 from arena_verl.core.tournament.judge_call import CallBounds, bounded_call
 
 __all__ = ["EnsembleJudge", "Member", "combine_outcomes", "combine_scores"]
+
+logger = logging.getLogger(__name__)
 
 # A record's cost counters a member's call adds to the ensemble call's record.
 _COST_FIELDS = ("low_mass", "tokens_in", "tokens_out", "prompt_tokens", "cached_tokens")
@@ -89,7 +96,17 @@ class EnsembleJudge:
         self.name = "ensemble(" + ", ".join(f"{m.name}={m.judge.name}" for m in self.members) + ")"
         # SIMULATED only if every member is: one model-backed member means a model read the traces.
         self.simulated = all(getattr(m.judge, "simulated", False) for m in self.members)
+        # Its engines' own token counts are reported (the audit's prompt/cached figures) if any member's are.
+        self.reports_usage = any(getattr(m.judge, "reports_usage", False) for m in self.members)
         self._calls, self._failures = 0, 0
+
+    async def ready(self) -> None:
+        """Every member ready (an engine's start is no call's time): the tools await it before the first call."""
+        await _each_member(self.members, "ready")
+
+    async def close(self) -> None:
+        """Close every member that can be closed (engines, sessions, threads); one failing does not stop the rest."""
+        await _each_member(self.members, "close")
 
     @property
     def stats(self) -> JudgeStats:
@@ -149,13 +166,17 @@ class EnsembleJudge:
         async def one(member: Member) -> tuple[str, float | None, CallRecord]:
             record = CallRecord(count_tokens=count_tokens)
             recording_call(record)  # this member task's own context
+
+            async def asked():  # made inside the contained call: a judge that raises before awaiting is contained
+                return await call(member.judge)
+
             bounds = CallBounds(deadline_s=member.call_bound_s)
-            outcome = await bounded_call(call(member.judge), bounds, f"ensemble member {member.name}")
+            outcome = await bounded_call(asked(), bounds, f"ensemble member {member.name}")
             return member.name, outcome, record
 
         tasks = [asyncio.ensure_future(one(member)) for member in chosen]
         answers: dict[str, float | None] = {}
-        failed, quorum_lost = 0, False
+        failed = 0
         try:
             for done in asyncio.as_completed(tasks):
                 name, outcome, record = await done
@@ -163,9 +184,9 @@ class EnsembleJudge:
                 if outer is not None:
                     _add_cost(outer, record)
                 failed += outcome is None
-                if not quorum_lost and len(chosen) - failed < self.quorum:
-                    quorum_lost = True
-                    report_failed_attempt()  # a cut call is now a failed one, not a straggler
+                if len(chosen) - failed < self.quorum:  # no verdict can come of it: stop waiting for the rest
+                    report_failed_attempt()  # a failed call, not a straggler
+                    break
         finally:
             for task in tasks:
                 task.cancel()
@@ -179,6 +200,18 @@ class EnsembleJudge:
             self._failures += 1
             return None
         return combine(answered, self.combine)
+
+
+async def _each_member(members: Sequence[Member], method: str) -> None:
+    async def one(judge) -> None:
+        result = getattr(judge, method)()
+        if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+            await result
+
+    calls = [one(m.judge) for m in members if callable(getattr(m.judge, method, None))]
+    for outcome in await asyncio.gather(*calls, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            logger.warning("an ensemble member's %s failed: %r", method, outcome)
 
 
 def _add_cost(outer: CallRecord, inner: CallRecord) -> None:

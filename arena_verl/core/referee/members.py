@@ -14,7 +14,7 @@ __all__ = ["MEMBER_PREFIX", "MEMBER_COUNTERS", "MemberCall", "member_counts", "m
 
 MEMBER_PREFIX = "judge_member/"
 # calls: comparisons it was asked in; failures: of them, without its verdict; decided / first_won: its verdicts that
-# were not a tie, and their share for the trace shown first (soft outcomes: their weight, as position_figures does);
+# were not a tie, and the sum of their outcomes (the first-shown trace's share; hard verdicts: a count of wins);
 # compared / agreed: its verdicts where the ensemble gave one too, and those on the ensemble's side (both ties, or
 # both for the same trace); certainty_sum / certainty_groups: the certainty of its verdicts alone, per routed group.
 MEMBER_COUNTERS = (
@@ -44,44 +44,50 @@ def member_counts(
     l2: float,
     order_effect: bool,
     mirror: bool = False,
+    failure_as_tie: bool = True,
 ) -> collections.Counter[str]:
     """The per-member counters of one group's ensemble calls. Calls and failures count always (calls are spent
     whatever the group's route); the verdict figures count in a routed group only, as the ensemble's own position and
     certainty figures do, so that member and ensemble are compared on the same groups. A member's certainty is
-    :func:`group_certainty` of the group's fit on that member's verdicts alone (``l2``, ``order_effect`` and
-    ``mirror`` as the tournament fits)."""
+    :func:`group_certainty` of the group's fit on that member's verdicts alone (``l2``, ``order_effect``, ``mirror``
+    and a failed call as a tie, ``failure_as_tie``, as the tournament fits the ensemble's): every member asked in a
+    routed group counts the group, a member without a verdict in it with certainty 0."""
     # Here, not at the top: the tracker reads this module's figures without the tournament (and its asyncio runner).
     from arena_verl.core.tournament.bradley_terry import fit_bradley_terry
     from arena_verl.core.tournament.certainty import group_certainty
     from arena_verl.core.tournament.order import mirror as mirrored
 
     counts: collections.Counter[str] = collections.Counter()
-    own: dict[str, list[tuple[int, int, float]]] = collections.defaultdict(list)
+    own: dict[str, list[tuple[int, int, float]]] = {}
     for first, second, combined, members in calls:
         for name, outcome in members.items():
+            own.setdefault(name, [])
             key = f"{MEMBER_PREFIX}{name}/"
             counts[key + "calls"] += 1
             if outcome is None:
                 counts[key + "failures"] += 1
+                own[name] += [(first, second, 0.5)] if failure_as_tie else []  # as the tournament counts it
                 continue
             own[name].append((first, second, float(outcome)))
             if not routed:
                 continue
-            if outcome != 0.5:
+            if outcome != 0.5:  # soft outcomes: their weight, as position_figures counts the ensemble's
                 counts[key + "decided"] += 1
-                counts[key + "first_won"] += 1.0 if outcome > 0.5 else 0.0
+                counts[key + "first_won"] += float(outcome)
             if combined is not None:
                 counts[key + "compared"] += 1
                 counts[key + "agreed"] += _side(outcome) == _side(combined)
     if routed:
         for name, comparisons in own.items():
+            key = f"{MEMBER_PREFIX}{name}/"
+            counts[key + "certainty_groups"] += 1
+            if not comparisons:
+                continue  # no verdict of its own in this group: certainty 0
             data = mirrored(comparisons) if mirror else comparisons
             strengths, bias = fit_bradley_terry(
                 num_items, data, l2=l2, order_effect=order_effect, return_order_effect=True
             )
-            key = f"{MEMBER_PREFIX}{name}/"
             counts[key + "certainty_sum"] += group_certainty(num_items, comparisons, strengths, bias)
-            counts[key + "certainty_groups"] += 1
     return counts
 
 

@@ -391,6 +391,7 @@ class Referee:
                 l2=tournament.l2,
                 order_effect=tournament.order_effect,
                 mirror=tournament.mirror_augment,
+                failure_as_tie=tournament.on_judge_failure == "tie",
             )
         except Exception as exc:  # noqa: BLE001  (a figure never fails a group's answer)
             logger.warning("group %s: per-member judge figures failed (%r)", group.uid, exc)

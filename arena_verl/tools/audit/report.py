@@ -188,8 +188,8 @@ def _members_section(members: dict | None) -> list[str]:
     """A judge ensemble: each member alone on the same pairs, and the agreement between members."""
     if not members:
         return []
-    names = [name for name in members if name != "between"]
-    rows = [[name] + [_value(key, members[name].get(key)) for key in _MEMBER_COLUMNS] for name in names]
+    alone = members["alone"]
+    rows = [[name] + [_value(key, figures.get(key)) for key in _MEMBER_COLUMNS] for name, figures in alone.items()]
     between = [[which, percent(share)] for which, share in members.get("between", {}).items()]
     return [
         "<h2>Ensemble members, each alone on the same pairs</h2>",

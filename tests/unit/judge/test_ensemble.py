@@ -13,7 +13,7 @@ from arena_verl.core.referee.members import member_counts, member_metrics
 from arena_verl.judge import Trace, make_judge
 from arena_verl.judge.ensemble import EnsembleJudge, Member, combine_outcomes, combine_scores
 from arena_verl.settings import arena_settings
-from arena_verl.settings_judge import judge_call_bound_s, judge_settings
+from arena_verl.settings_judge import ENSEMBLE_SLACK_S, judge_call_bound_s, judge_settings
 from arena_verl.verl_edge.tracking import ArenaMetricsReader
 
 STEP = "python"
@@ -141,7 +141,7 @@ def test_member_figures_in_the_referee_metrics():
     member = "arena/judge_member/"
     assert metrics[member + "dead/calls"] == metrics[member + "dead/failures"] == calls
     assert metrics[member + "dead/failure_share"] == 1.0
-    assert member + "dead/certainty" not in metrics  # no verdict of its own: no figure, not a 0
+    assert metrics[member + "dead/certainty"] == 0.0  # its failures count as ties (on_judge_failure): no contrast
     assert metrics[member + "biased/first_position_win_share"] == 1.0
     assert metrics[member + "right/first_position_win_share"] == pytest.approx(0.5)
     assert metrics[member + "right/certainty_groups"] == metrics[member + "biased/certainty_groups"] == groups
@@ -201,8 +201,9 @@ def test_members_read_on_top_of_the_judge_block():
     assert noisy.key("callable") == STEP_JUDGE and noisy.timeout_s == 30.0  # the block's keys, its own kwargs
     assert noisy.key("callable_kwargs") == {"accuracy": 0.7, "position_bias": 0.3}
     assert sim.backend == "simulated" and sim.timeout_s == 5.0  # another backend: the common keys only
-    # The slowest member's bound: python's is its timeout (30 s), the simulated member's its retries' (46 s).
-    assert judge_call_bound_s(primary) == 30.0 and judge_call_bound_s(judge) == judge_call_bound_s(sim) == 46.0
+    # The slowest member's bound (python: its timeout, 30 s; the simulated member: its retries', 46 s) and a second.
+    assert judge_call_bound_s(primary) == 30.0 and judge_call_bound_s(sim) == 46.0
+    assert judge_call_bound_s(judge) == 46.0 + ENSEMBLE_SLACK_S
     built = make_judge(judge)
     assert isinstance(built, EnsembleJudge) and [m.name for m in built.members] == ["judge", "noisy", "member2"]
     assert built.combine == "majority" and not built.simulated
@@ -239,3 +240,98 @@ def test_a_member_missing_what_its_backend_needs_is_named():
     judge = judge_settings(ensemble={"members": [{"backend": "openai"}]})
     with pytest.raises(ValueError, match=r"members\[0\]\.base_url is required"):
         judge.require()
+
+
+# --- what the review found ---
+
+
+def test_a_hung_member_runs_out_its_own_bound_before_the_ensemble_call_does():
+    """Members built from settings, the call bounded as the referee bounds it (judge_call_bound_s): a member that
+    never answers fails alone, and the step judge's verdict is the call's."""
+    from arena_verl.core.tournament.judge_call import CallBounds, bounded_call
+
+    settings = judge_settings(
+        backend=STEP,
+        callable=STEP_JUDGE,
+        timeout_s=0.3,
+        ensemble={"members": [{"name": "hung", "callable_kwargs": {"latency_s": 3600}}]},
+    )
+    judge = make_judge(settings)
+
+    async def call():
+        record = CallRecord()
+        recording_call(record)
+        problem = "Compute 2+3 step by step."
+        compare = judge.compare(problem, Trace("2+3=5\nAnswer: 5"), Trace("2+3=6\nAnswer: 6"))
+        outcome = await bounded_call(compare, CallBounds(deadline_s=judge_call_bound_s(settings)))
+        await judge.close()
+        return outcome, record
+
+    outcome, record = asyncio.run(call())
+    assert outcome == 1.0 and record.members == {"judge": 1.0, "hung": None}
+
+
+def test_once_the_quorum_is_out_of_reach_the_call_fails_without_waiting():
+    import time
+
+    judge = ensemble(DeadJudge(), DeadJudge(hang=True), QualityJudge(), bound_s=30.0, quorum=3)
+    started = time.monotonic()
+    outcome, record = ask(judge)
+    assert outcome is None and record.failed_attempts == 1
+    assert time.monotonic() - started < 5  # not the hung member's 30 s
+    assert record.members["m1"] is None  # cancelled: no verdict
+
+
+def test_a_member_that_raises_before_awaiting_is_its_own_failure():
+    class Rude(QualityJudge):
+        def compare(self, *args, **kwargs):  # not a coroutine function: raises at the call
+            raise RuntimeError("bad deploy")
+
+    outcome, record = ask(ensemble(QualityJudge(), Rude()))
+    assert outcome == 1.0 and record.members == {"m0": 1.0, "m1": None}
+
+
+def test_ready_and_close_reach_every_member():
+    class Engine(QualityJudge):
+        def __init__(self, fail=False):
+            super().__init__()
+            self.fail, self.events = fail, []
+
+        async def ready(self):
+            self.events.append("ready")
+
+        async def close(self):
+            self.events.append("close")
+            if self.fail:
+                raise OSError("engine already gone")
+
+    members = [Engine(fail=True), Engine(), QualityJudge()]
+    judge = ensemble(*members)
+
+    async def lifecycle():
+        await judge.ready()
+        await judge.close()
+
+    asyncio.run(lifecycle())
+    assert members[0].events == members[1].events == ["ready", "close"]
+
+
+def test_a_member_with_its_own_address_inherits_no_url_file():
+    judge = judge_settings(
+        backend="openai",
+        model_path="judge",
+        base_url_file="/shared/judge_url",
+        ensemble={"members": [{"name": "b", "base_url": "http://b:8000/v1"}, {"name": "c"}]},
+    )
+    (_, _), (_, b), (_, c) = judge.voters()
+    assert (b.key("base_url"), b.key("base_url_file")) == ("http://b:8000/v1", None)
+    assert c.key("base_url_file") == "/shared/judge_url" and b.key("model_path") == "judge"
+
+
+def test_soft_member_verdicts_count_by_weight_and_failures_as_ties():
+    calls = [(0, 1, 0.65, {"soft": 0.7, "gone": None}), (1, 0, 0.6, {"soft": 0.6, "gone": None})]
+    counts = member_counts(2, calls, routed=True, l2=0.1, order_effect=False)
+    assert counts["judge_member/soft/first_won"] == pytest.approx(1.3) and counts["judge_member/soft/decided"] == 2
+    figures = member_metrics(counts)
+    assert figures["arena/judge_member/gone/certainty"] == 0.0  # counted in the group, without a verdict
+    assert figures["arena/judge_member/gone/certainty_groups"] == 1

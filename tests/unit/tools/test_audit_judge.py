@@ -404,14 +404,14 @@ def test_an_ensemble_audits_each_member_and_the_ensemble_on_the_same_pairs(dump,
     )
     assert summary["judge"].startswith("ensemble(mean): judge=simulated + first=simulated + dead=simulated")
     calls = 2 * (LABELLED_PAIRS + SAME_PAIRS)
-    members = summary["members"]
+    members, between = summary["members"]["alone"], summary["members"]["between"]
     assert members["judge"]["accuracy"] == 1.0 and members["first"]["first_position_preference"] == 1.0
     assert members["dead"]["calls_without_verdict"] == calls and members["dead"]["accuracy"] is None
     assert summary["calls_without_verdict"] == 0
     # the mean of the oracle and always-first: a labelled pair's correct trace wins shown first, ties shown second
     assert (summary["accuracy_first_order"], summary["accuracy_second_order"]) == (1.0, 0.5)  # a tie: half
-    assert members["between"]["dead vs first"] is None  # never both answered
-    assert 0 < members["between"]["first vs judge"] < 1
+    assert between["dead vs first"] is None  # never both answered
+    assert 0 < between["first vs judge"] < 1
     assert all(set(line["members"]) == {"judge", "first", "dead"} for line in lines)
     assert all(line["members"]["dead"] == [None, None] for line in lines)
     assert "Ensemble members" in (tmp_path / "report" / "index.html").read_text()
