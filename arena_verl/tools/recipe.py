@@ -32,6 +32,7 @@ SHOWN_KEYS = (
     "ray_kwargs.ray_init.num_gpus",
     "trainer.use_v1",
     "trainer.total_training_steps",
+    "trainer.total_epochs",
     "trainer.save_freq",
     "trainer.test_freq",
     "trainer.resume_mode",
@@ -288,6 +289,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--check-cluster", action="store_true", help="check that the run's GPU groups fit RAY_ADDRESS's nodes"
     )
     show.add_argument("overrides", nargs="*")
+    repair = commands.add_parser(
+        "checkpoints", help="before a (re)start: the checkpoint tracker made to name the newest complete checkpoint"
+    )
+    repair.add_argument("folder", help="trainer.default_local_dir (the recipes: RUN_DIR/checkpoints)")
+    repair.add_argument("--keep", type=int, default=None, help="complete checkpoints kept, the newest (-1: all)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -303,6 +309,27 @@ def _print_values(args: argparse.Namespace, values: dict[str, Any]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.recipe_command == "checkpoints":
+        return repair_checkpoints(args)
+    return show(args)
+
+
+def repair_checkpoints(args: argparse.Namespace) -> int:
+    """``checkpoints``: each repair as a warning line (a run that starts from a repaired folder says why); exit 0, or
+    2 when the folder cannot be repaired (an OSError, named)."""
+    from arena_verl.tools.checkpoints import repair
+
+    try:
+        done = repair(args.folder, keep=args.keep)
+    except OSError as exc:
+        print(f"error: the checkpoints in {args.folder} cannot be repaired: {exc}", file=sys.stderr)
+        return 2
+    for line in done:
+        print(f"warning: checkpoints: {line}", file=sys.stderr)
+    return 0
+
+
+def show(args: argparse.Namespace) -> int:
     """``show``: exit 0, or 2 for a config that does not compose, breaks verl's rules, does not fit the cluster
     (``--check-cluster``) or (``--strict``) lacks paths."""
     from arena_verl.judge.prompting.templates import check_judge_templates

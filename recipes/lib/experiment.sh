@@ -398,7 +398,11 @@ experiment_main() {
   )
   [ -n "${NNODES:-}" ] && cmd+=(trainer.nnodes="$NNODES")
   [ -n "${GPUS_PER_NODE:-}" ] && cmd+=(trainer.n_gpus_per_node="$GPUS_PER_NODE")
-  [ -n "${TOTAL_STEPS:-}" ] && cmd+=(trainer.total_training_steps="$TOTAL_STEPS")
+  if [ -n "${TOTAL_STEPS:-}" ]; then
+    # verl also stops at trainer.total_epochs (default 30), silently: an epoch holds at least one step, so TOTAL_STEPS
+    # epochs never end the run before its steps (a user's own trainer.total_epochs, given later, still wins).
+    cmd+=(trainer.total_training_steps="$TOTAL_STEPS" trainer.total_epochs="$TOTAL_STEPS")
+  fi
   if [ -n "${SEED:-}" ]; then
     cmd+=(data.seed="$SEED" actor_rollout_ref.actor.data_loader_seed="$SEED"
           actor_rollout_ref.actor.fsdp_config.seed="$SEED" actor_rollout_ref.rollout.seed="$SEED"
@@ -566,6 +570,10 @@ experiment_main() {
   "${show[@]}" --strict ${cluster_check[@]+"${cluster_check[@]}"} || exit 2
   # verl's file logger opens its path without creating the folder.
   mkdir -p "$run_dir/metrics"
+  # A resume: the tracker names the newest complete checkpoint (a kill can leave it empty, or naming a step folder
+  # that was never finished: verl would then fail, or train from step 0), and earlier attempts' checkpoints are kept
+  # as KEEP_CHECKPOINTS says (verl deletes only its own attempt's).
+  "$python" -m arena_verl.recipe checkpoints "$run_dir/checkpoints" --keep "${KEEP_CHECKPOINTS:-3}" || exit 2
   echo "# $(date -Is) $experiment: $cuda_prefix$(printf '%q ' "${cmd[@]}")" >> "$run_dir/commands.log"
   [ -z "$notice" ] || echo "# $notice" | tee -a "$run_dir/train.log" >&2
   if [ "$setting" = cpu ]; then
