@@ -15,6 +15,7 @@ __all__ = [
     "Reply",
     "CallRecord",
     "report_failed_attempt",
+    "report_transport_failure",
     "report_cost",
     "report_members",
     "current_call",
@@ -59,6 +60,9 @@ class CallRecord:
     their counts."""
 
     failed_attempts: int = 0  # attempts that raised, timed out, or gave no readable verdict
+    # ... of them, attempts that never reached an answering judge: a connection refused or reset, a 5xx, an attempt
+    # that ran out its timeout, a dead engine (the judge breaker, core/referee/breaker.py, opens on these only)
+    transport_failures: int = 0
     count_tokens: bool = False  # the caller asks for tokens_in / tokens_out (a tokenization a request: not in training)
     low_mass: int = 0  # probability reads of the call counted in JudgeStats.low_mass
     tokens_in: int | None = None  # prompt tokens of its generations and reads, by the judge's count (None: not counted)
@@ -92,6 +96,15 @@ def report_failed_attempt() -> None:
     record = _CALL_RECORD.get()
     if record is not None:
         record.failed_attempts += 1
+
+
+def report_transport_failure() -> None:
+    """A judge says that an attempt of the call in progress did not reach an answering judge (a connection refused
+    or reset, a 5xx, a timeout, a dead engine), as opposed to an answer it could not use. Call it beside
+    :func:`report_failed_attempt`. Outside a tournament's call: nothing to record."""
+    record = _CALL_RECORD.get()
+    if record is not None:
+        record.transport_failures += 1
 
 
 def report_cost(**counts: int) -> None:

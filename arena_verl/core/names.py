@@ -26,6 +26,7 @@ __all__ = [
     "FALLBACK_OVERFLOW",
     "FALLBACK_LATE",
     "FALLBACK_THIN",
+    "FALLBACK_JUDGE_DOWN",
     "DIVERSITY_TOL",
 ]
 
@@ -56,9 +57,11 @@ FALLBACK_REASONS = {
     4: "overflow",  # more samples than the group size
     5: "late",  # arrived after its group was answered
     6: "thin",  # its tournament got fewer than reward.arena.min_verdict_share of its planned verdicts
+    7: "judge_down",  # the judge breaker was open: the judge had stopped answering (core/referee/breaker.py)
 }
 FALLBACK_DEADLINE, FALLBACK_JUDGE_ERROR, FALLBACK_REFEREE_LOST, FALLBACK_OVERFLOW, FALLBACK_LATE = 1, 2, 3, 4, 5
 FALLBACK_THIN = 6
+FALLBACK_JUDGE_DOWN = 7
 
 # Verifier rewards closer than this count as equal (reward.arena.diversity_tol's default, and the tolerance every
 # offline tool uses to call a group non-diverse).

@@ -45,8 +45,9 @@ __all__ = ["EnsembleJudge", "Member", "combine_outcomes", "combine_scores"]
 
 logger = logging.getLogger(__name__)
 
-# A record's cost counters a member's call adds to the ensemble call's record.
-_COST_FIELDS = ("low_mass", "tokens_in", "tokens_out", "prompt_tokens", "cached_tokens")
+# A record's counters a member's call adds to the ensemble call's record (its cost, and its attempts that reached no
+# judge: the breaker opens on an ensemble call that got no verdict and had such attempts).
+_COST_FIELDS = ("low_mass", "tokens_in", "tokens_out", "prompt_tokens", "cached_tokens", "transport_failures")
 
 
 @dataclass(frozen=True)

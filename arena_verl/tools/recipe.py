@@ -317,7 +317,7 @@ def run(args: argparse.Namespace) -> int:
 def repair_checkpoints(args: argparse.Namespace) -> int:
     """``checkpoints``: each repair as a warning line (a run that starts from a repaired folder says why); exit 0, or
     2 when the folder cannot be repaired (an OSError, named)."""
-    from arena_verl.tools.checkpoints import repair
+    from arena_verl.verl_edge.checkpoints import repair
 
     try:
         done = repair(args.folder, keep=args.keep)

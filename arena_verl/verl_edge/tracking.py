@@ -146,7 +146,8 @@ def degraded_step_warning(step: Any, metrics: dict[str, float]) -> str | None:
     fell_back = sum(fallbacks.values())
     calls, failed = metrics.get("arena/judge_calls", 0.0), metrics.get("arena/judge_failures", 0.0)
     restarts = metrics.get("arena/referee_restarts", 0.0)
-    if not (fell_back or failed or restarts):
+    opened, closed = metrics.get("arena/breaker_openings", 0.0), metrics.get("arena/breaker_closings", 0.0)
+    if not (fell_back or failed or restarts or opened or closed):
         return None
     parts = []
     if fell_back:
@@ -157,6 +158,13 @@ def degraded_step_warning(step: Any, metrics: dict[str, float]) -> str | None:
         parts.append(f"{failed:g} of {calls:g} judge calls gave no verdict")
     if restarts:
         parts.append(f"{restarts:g} referee restart(s): counters of the lost referee since the last step are lost")
+    if opened:
+        parts.append(
+            f"the judge breaker opened {opened:g} time(s): the judge stopped answering, no call is sent and groups "
+            "fall back at once (judge_down) until a probe answers"
+        )
+    if closed:
+        parts.append(f"the judge breaker closed {closed:g} time(s): the judge answered a probe")
     return f"arena step {step}: " + "; ".join(parts)
 
 

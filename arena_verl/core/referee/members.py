@@ -8,9 +8,21 @@ Counter keys are ``judge_member/<name>/<counter>``; :func:`member_metrics` turns
 from __future__ import annotations
 
 import collections
+import logging
 from collections.abc import Iterable, Mapping
+from typing import Any
 
-__all__ = ["MEMBER_PREFIX", "MEMBER_COUNTERS", "MemberCall", "member_counts", "member_metrics", "is_member_counter"]
+__all__ = [
+    "MEMBER_PREFIX",
+    "MEMBER_COUNTERS",
+    "MemberCall",
+    "member_counts",
+    "group_member_counts",
+    "member_metrics",
+    "is_member_counter",
+]
+
+logger = logging.getLogger(__name__)
 
 MEMBER_PREFIX = "judge_member/"
 # calls: comparisons it was asked in; failures: of them, without its verdict; decided / first_won: its verdicts that
@@ -89,6 +101,24 @@ def member_counts(
             )
             counts[key + "certainty_sum"] += group_certainty(num_items, comparisons, strengths, bias)
     return counts
+
+
+def group_member_counts(group: Any, tournament: Any, routed: bool) -> collections.Counter[str]:
+    """:func:`member_counts` of a referee's group (its ``member_calls``), fitted as ``tournament`` (the
+    :class:`~arena_verl.core.options.TournamentOptions`) fits; a figure never fails a group's answer (logged, empty)."""
+    try:
+        return member_counts(
+            group.size,
+            group.member_calls,
+            routed=routed,
+            l2=tournament.l2,
+            order_effect=tournament.order_effect,
+            mirror=tournament.mirror_augment,
+            failure_as_tie=tournament.on_judge_failure == "tie",
+        )
+    except Exception as exc:  # noqa: BLE001
+        logger.warning("group %s: per-member judge figures failed (%r)", group.uid, exc)
+        return collections.Counter()
 
 
 def _side(outcome: float) -> int:

@@ -60,6 +60,9 @@ COUNTERS = (
     "thin_planned",
     "shed_speculation",  # idle-time speculative work held back: the judge pool had a full pool's worth queued
     "shed_budget",  # a complete group's remaining budget given up: the judge pool was far behind
+    "breaker_openings",  # the judge breaker opened: the judge had stopped answering (core/referee/breaker.py)
+    "breaker_closings",  # ... closed: a probe was answered
+    "breaker_probes",  # probes sent while it was open
     *(f"fallback_{name}" for code, name in FALLBACK_REASONS.items() if code),
     # Sample utilisation (the paper's Figure 5): GRPO's outcome advantage of every answered sample, from the rewards
     # the referee gave and from the verifier rewards alone (what RLVR gives the same samples).

@@ -19,11 +19,12 @@ import logging
 import time
 
 from arena_verl.core.counts import is_count
-from arena_verl.core.judge_protocol import Judge, current_call
+from arena_verl.core.judge_protocol import CallRecord, Judge, current_call, recording_call
 from arena_verl.core.limiter import PRIORITY_COMPLETE, PriorityLimiter
 from arena_verl.core.modes import mode_of
 from arena_verl.core.names import (
     FALLBACK_DEADLINE,
+    FALLBACK_JUDGE_DOWN,
     FALLBACK_JUDGE_ERROR,
     FALLBACK_LATE,
     FALLBACK_OVERFLOW,
@@ -39,6 +40,7 @@ from arena_verl.core.referee.admission import (
     shed_counter,
 )
 from arena_verl.core.referee.answers import pointwise_verdicts, tournament_verdicts, verdicts_needed, verifier_verdicts
+from arena_verl.core.referee.breaker import CallHealth, JudgeBreaker, JudgeDown, unless_judge_down
 from arena_verl.core.referee.groups import (
     Arrival,
     Group,
@@ -49,7 +51,7 @@ from arena_verl.core.referee.groups import (
     normalised,
     stable_seed,
 )
-from arena_verl.core.referee.members import member_counts
+from arena_verl.core.referee.members import group_member_counts
 from arena_verl.core.referee.metrics import (
     JUDGE_STAT_COUNTERS,
     StepCounters,
@@ -93,6 +95,12 @@ class Referee:
         self.judge = judge
         self._limiter = PriorityLimiter(judge_slots)
         self._latency = LatencyEstimate()  # typical duration of one judge call
+        # The judge breaker: open while the judge has stopped answering (no call is sent, groups fall back at once).
+        self._breaker = JudgeBreaker(options.breaker_open_after_s, options.breaker_probe_s)
+        self._judge_down = asyncio.Event()  # set while the breaker is open
+        self._probe_pair: tuple | None = None  # the last comparison asked: what a probe asks again
+        self._probe_task: asyncio.Task | None = None
+        self._last_step: int | None = None  # the step the breaker's openings and probes are counted in
         self._judge_seen = dict.fromkeys(JUDGE_STAT_COUNTERS.values(), 0)  # judge counts already charged to a step
         self._book = GroupBook(options.group_size)
         self._tasks: set[asyncio.Task] = set()
@@ -122,6 +130,7 @@ class Referee:
         sub = normalised(sub)
         self._count(sub.step, "samples")
         self._last_arrival_at = time.time()
+        self._last_step = sub.step if sub.step is not None else self._last_step
         group = self._book.find(sub.uid) or self._open(sub.uid)
         arrival, original = group.arrival(sub)
         if arrival in (Arrival.DUPLICATE, Arrival.PADDING):
@@ -172,6 +181,8 @@ class Referee:
 
     def _speculate(self, group: Group) -> None:
         """Live tournament: start judging the newest trace while the group can still be routed to a tournament."""
+        if self._breaker.is_open:  # no call is sent while the judge does not answer: the group is judged when
+            return  # complete, if the breaker has closed by then
         s = self.options
         # only a mode whose route depends on diversity (the arena) asks whether the rewards so far are equal
         mode = mode_of(s.mode)
@@ -209,7 +220,7 @@ class Referee:
             priority = PRIORITY_COMPLETE if group is None else call_priority(group.complete)
             return self._limiter.slot(priority)
 
-        return CallBounds(slot=slot, deadline_s=self.call_budget_s, latency=self._latency)
+        return CallBounds(slot=slot, deadline_s=self.call_budget_s, latency=CallHealth(self))
 
     def _idle_gate(self, group: Group):
         """Load shedding for one group's tournament (see admission.SHED_SPECULATION_AT)."""
@@ -225,6 +236,7 @@ class Referee:
     def _new_tournament(self, group: Group) -> Tournament:
         async def compare(first: int, second: int) -> float | None:
             a, b = group.members[first], group.members[second]
+            self._probe_pair = (a.problem, a.trace, b.trace, a.reference, a.task, group.uid)
             outcome = await self.judge.compare(a.problem, a.trace, b.trace, a.reference, task=a.task, group=group.uid)
             record = current_call()
             if record is not None and record.members is not None:  # a judge ensemble: what each member said
@@ -247,13 +259,27 @@ class Referee:
         uniform = is_uniform(rewards, s.diversity_tol)  # once per group: the route and the counters read it
         route = route_of(s.mode, uniform)
         try:
+            if route in (ROUTE_TOURNAMENT, ROUTE_POINTWISE) and self._breaker.is_open:
+                raise JudgeDown()
             if route == ROUTE_TOURNAMENT:
-                verdicts = await asyncio.wait_for(self._tournament(group, uniform), s.tournament_timeout_s)
+                judged = unless_judge_down(self._judge_down, self._tournament(group, uniform))
+                verdicts = await asyncio.wait_for(judged, s.tournament_timeout_s)
             elif route == ROUTE_POINTWISE:
-                verdicts = await asyncio.wait_for(self._pointwise(group, uniform), s.tournament_timeout_s)
+                judged = unless_judge_down(self._judge_down, self._pointwise(group, uniform))
+                verdicts = await asyncio.wait_for(judged, s.tournament_timeout_s)
             else:
                 calls, failures = self._stop_judging(group)
                 verdicts = verifier_verdicts(rewards, judge_calls=calls, judge_failures=failures, uniform=uniform)
+        except JudgeDown:  # the breaker is open: at once, without a warning per group (the breaker said it once)
+            calls, failures = self._stop_judging(group)
+            verdicts = verifier_verdicts(
+                rewards,
+                judge_calls=calls,
+                judge_failures=failures,
+                fallback=FALLBACK_JUDGE_DOWN,
+                route=route,
+                uniform=uniform,
+            )
         except Exception as exc:  # noqa: BLE001  (a failed judge never fails the step: verifier rewards instead)
             logger.warning("group %s: judging failed (%r); verifier rewards used", group.uid, exc)
             calls, failures = self._stop_judging(group)
@@ -296,6 +322,47 @@ class Referee:
         if size not in self._planned:
             self._planned[size] = await count_planned_calls(size, **self.tournament.tournament_kwargs())
         return self._planned[size]
+
+    # -- the judge breaker ----------------------------------------------------------------------------------------
+
+    def _judge_answered(self) -> None:
+        if self._breaker.answered():
+            self._judge_down.clear()
+            self._latency = LatencyEstimate()  # the timed-out calls inflated it: afresh
+            self._count(self._last_step, "breaker_closings")
+            logger.warning("judge breaker closed: the judge answered a probe; judge calls resume")
+
+    def _judge_silent(self, ran_s: float) -> None:
+        silent_for = self._breaker.silent_for_s()
+        if not self._breaker.failed(time.monotonic() - ran_s):
+            return
+        self._judge_down.set()
+        self._count(self._last_step, "breaker_openings")
+        logger.warning(
+            "judge breaker open: no answer from the judge for %.0f s (transport failures and timeouts only): no judge "
+            "call is sent, groups fall back to their verifier rewards (judge_down) until a probe (every %g s) is "
+            "answered",
+            max(silent_for, ran_s),
+            self.options.breaker_probe_s,
+        )
+        for group in list(self._book.open.values()):  # incomplete groups' speculative calls: cut now
+            if not group.complete:
+                self._stop_judging(group)
+        if self._probe_task is None or self._probe_task.done():  # not a group's task: drain() does not wait for it
+            self._probe_task = asyncio.ensure_future(self._probe_while_open())
+
+    async def _probe_while_open(self) -> None:
+        """One probe every ``breaker_probe_s`` while the breaker is open: the last comparison asked, again."""
+        period = self.options.breaker_probe_s
+        while self._breaker.is_open:
+            await asyncio.sleep(period)
+            if not self._breaker.is_open or self._probe_pair is None:
+                continue
+            self._count(self._last_step, "breaker_probes")
+            problem, first, second, reference, task, group = self._probe_pair
+            recording_call(CallRecord())  # this task's: the judge's transport failures land here
+            probe = self.judge.compare(problem, first, second, reference, task=task, group=group)
+            await bounded_call(probe, CallBounds(deadline_s=period, latency=CallHealth(self, learn=False)), "probe")
 
     async def _pointwise(self, group: Group, uniform: bool) -> list[Verdict]:
         bounds = self._call_bounds()
@@ -369,7 +436,7 @@ class Referee:
         if counts["samples_routed"]:
             self._last_routed_answer_at = time.time()
         if group.member_calls:  # a judge ensemble's members, on this group's calls
-            counts.update(self._member_counts(group, routed=counts["groups_routed"] > 0))
+            counts.update(group_member_counts(group, self.tournament, routed=counts["groups_routed"] > 0))
             group.member_calls = []
         if getattr(self.judge, "simulated", False):  # a judge's own fact (the SIMULATED judges say so)
             counts["judge_calls_simulated"] = counts["judge_calls"]
@@ -380,22 +447,6 @@ class Referee:
             counts[counter] = max(0, total - self._judge_seen[field])
             self._judge_seen[field] = max(self._judge_seen[field], total)
         self._counters.add_all(group.step, counts)
-
-    def _member_counts(self, group: Group, routed: bool):
-        tournament = self.tournament
-        try:
-            return member_counts(
-                group.size,
-                group.member_calls,
-                routed=routed,
-                l2=tournament.l2,
-                order_effect=tournament.order_effect,
-                mirror=tournament.mirror_augment,
-                failure_as_tie=tournament.on_judge_failure == "tie",
-            )
-        except Exception as exc:  # noqa: BLE001  (a figure never fails a group's answer)
-            logger.warning("group %s: per-member judge figures failed (%r)", group.uid, exc)
-            return {}
 
     def _count(self, step: int | None, key: str, amount: float = 1) -> None:
         self._counters.add(step, key, amount)

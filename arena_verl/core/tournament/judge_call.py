@@ -20,6 +20,8 @@ from typing import Protocol
 
 import numpy as np
 
+from arena_verl.core.judge_protocol import current_call
+
 __all__ = [
     "BoundedJudge",
     "CallBounds",
@@ -41,6 +43,10 @@ class LatencyObserver(Protocol):
     def observe(self, took_s: float) -> None: ...
 
     def observe_timeout(self, ran_s: float) -> None: ...
+
+    # Optional: a call that ended without a verdict before its deadline; ``transport``: some attempt of it reached no
+    # answering judge (CallRecord.transport_failures).
+    # def observe_failure(self, ran_s: float, transport: bool) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,10 @@ async def bounded_call(call: Awaitable, bounds: CallBounds = CallBounds(), what:
             return None
         if outcome is not None and bounds.latency is not None:
             bounds.latency.observe(time.monotonic() - started)
+        failure = getattr(bounds.latency, "observe_failure", None)
+        if outcome is None and failure is not None:
+            record = current_call()
+            failure(time.monotonic() - started, transport=record is not None and record.transport_failures > 0)
     value = valid_outcome(outcome)
     if value is None and outcome is not None:
         logger.warning("%s returned an invalid outcome %r", what, outcome)

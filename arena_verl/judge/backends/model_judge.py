@@ -14,7 +14,14 @@ import logging
 from collections.abc import Callable, Iterable
 
 from arena_verl.core.counts import is_count
-from arena_verl.core.judge_protocol import JudgeStats, Trace, counts_tokens, report_cost, report_failed_attempt
+from arena_verl.core.judge_protocol import (
+    JudgeStats,
+    Trace,
+    counts_tokens,
+    report_cost,
+    report_failed_attempt,
+    report_transport_failure,
+)
 from arena_verl.judge.prompting.hygiene import new_delimiter
 from arena_verl.judge.prompting.messages import build_pairwise_messages, build_pointwise_messages
 from arena_verl.judge.prompting.templates import check_judge_templates, load_template
@@ -301,6 +308,7 @@ class ModelJudge:
             except Exception as exc:  # noqa: BLE001  (transient: timeout, connection, dead engine)
                 self.stats.errors += 1
                 report_failed_attempt()  # a call cut while it waits to retry is a failure, not a straggler
+                report_transport_failure()  # no judge answered it (the breaker counts these)
                 self._after_failed_attempt(exc)
                 if attempt == s.retries:
                     logger.warning("%s judge: giving up after %d attempts: %r", self.name, attempt + 1, exc)

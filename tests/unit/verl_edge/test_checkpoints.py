@@ -11,7 +11,7 @@ import pytest
 from verl.utils.checkpoint.checkpoint_manager import find_latest_ckpt_path
 
 from arena_verl.tools import recipe
-from arena_verl.tools.checkpoints import TRACKER, complete_steps, repair
+from arena_verl.verl_edge.checkpoints import TRACKER, complete_steps, repair
 from helpers import paths
 
 
