@@ -22,6 +22,16 @@ tournaments see the same groups and the same per-pair uniforms (coupled), so sof
 presentation order (a coin per pair; ``paced``: the first-position balance) against the prefix-aware order (the same
 balance for every scheduler, a cached first trace preferred where it leaves the order open), first-position biases of
 0.35 and 0.53 logits (a 63% first-win rate), the same groups and judge seeds for both orders (paired).
+
+``--formats`` runs one table instead: the peers' formats, ``swiss`` and ``knockout``, beside ``live``, ``paced``,
+``info_gain`` and ``round_robin``, on the four judges of the targets table (63% first-position preference), the same
+groups and judge seeds for every strategy (paired), at three budgets: knockout's N-1 calls, swiss's own (the Swiss
+system's ceil(log2 N) rounds of N/2 pairs; the strategy itself has no round count of its own: unset, it plays until
+its budget, by default live's, is spent) and live's; ``round_robin`` at its own count as the ceiling. A strategy that
+cannot run at a budget (a fixed count: live, knockout, round robin) says so in the table. Writes
+``ranking_formats.md`` and ``ranking_formats.png`` (tau against judge calls):
+
+    python scripts/bench/ranking.py --formats      # the peers' formats against ours
 """
 
 from __future__ import annotations
@@ -34,10 +44,12 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.stats import kendalltau
 
+from arena_verl.core.strategies import SwissOptions
 from arena_verl.judge.simulated.law import DEFAULT_CONCENTRATION
 from arena_verl.tournament import (
     SimulatedJudge,
@@ -86,6 +98,8 @@ class Cell:
     verdict: str = "generate"  # or "probability": the judge reports P(first is better) with Beta noise
     concentration: float = DEFAULT_CONCENTRATION  # that noise's kappa (read in probability mode only)
     prefix_aware: bool = False  # the presentation order for the prefix cache (order.present)
+    strategy_options: Any = None  # the strategy's own knobs (e.g. SwissOptions); None: its defaults
+    tier: str = ""  # which budget of the formats table this cell is (FORMAT_TIERS)
 
 
 def run_cell(cell: Cell) -> dict:
@@ -112,6 +126,7 @@ def run_cell(cell: Cell) -> dict:
                 seed=g,
                 order_effect=cell.variant.order_effect,
                 prefix_aware=cell.prefix_aware,
+                strategy_options=cell.strategy_options,
             )
         )
         theta = result.strengths
@@ -179,6 +194,11 @@ def main() -> None:
         action="store_true",
         help="only the table of today's presentation order against the prefix-aware one, at --target-sizes",
     )
+    parser.add_argument(
+        "--formats",
+        action="store_true",
+        help="only the table of the peers' formats (swiss, knockout) against ours, at --target-sizes, and its PNG",
+    )
     args = parser.parse_args()
     tables = set(args.tables.split(","))
     if not tables or tables - {"main", "sweep", "targets"}:
@@ -196,6 +216,9 @@ def main() -> None:
         return
     if args.order:
         presentation_order(args, spreads, [int(x) for x in args.target_sizes.split(",")], [ORDER_BIAS, biases[1]])
+        return
+    if args.formats:
+        peer_formats(args, spreads, [int(x) for x in args.target_sizes.split(",")], biases[1])
         return
     cells = [
         Cell(spread, bias, n, v, live_call_count(n) if v.at_live_budget else None, args.groups, args.seed)
@@ -287,9 +310,10 @@ def presentation_order(args, spreads: list[float], sizes: list[int], biases: lis
     one_table(args, cells, "Presentation order, SIMULATED judge (logistic)", command, format_order, "order.md")
 
 
-def one_table(args, cells: list[Cell], title: str, command: str, format_rows, filename: str) -> None:
+def one_table(args, cells: list[Cell], title: str, command: str, format_rows, filename: str, plot_rows=None) -> None:
     """Run ``cells`` on ``--workers`` processes, print ``title``, the run's figures, ``command`` and the table
-    ``format_rows`` makes of the rows, and write the same to ``--out``/``filename``."""
+    ``format_rows`` makes of the rows, and write the same to ``--out``/``filename``; with ``plot_rows``, also its
+    figure of the rows, ``plot_rows(rows, path)``, next to it (the same name, ``.png``)."""
     started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         rows = list(pool.map(run_cell, cells))
@@ -302,6 +326,10 @@ def one_table(args, cells: list[Cell], title: str, command: str, format_rows, fi
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, filename), "w") as handle:
         handle.write(report)
+    if plot_rows is not None:
+        figure = os.path.splitext(filename)[0] + ".png"
+        plot_rows(rows, os.path.join(args.out, figure))
+        filename += f" and {figure}"
     print(f"wrote {args.out}/{filename}", file=sys.stderr)
 
 
@@ -331,6 +359,209 @@ def format_order(rows: list[dict]) -> str:
 
 def _label(name: str) -> int:
     return [v.label for v in ORDER_VARIANTS].index(name)
+
+
+# The formats table's budgets, cheapest first: knockout's N-1 calls, swiss's own rounds, live's count, all pairs.
+FORMAT_TIERS = ("N-1", "swiss", "live", "all pairs")
+FORMAT_STRATEGIES = ("live", "paced", "info_gain", "swiss", "knockout", "round_robin")  # the tables' order
+OWN_TIER = {"knockout": "N-1", "live": "live", "round_robin": "all pairs"}  # the fixed counts: no budget taken
+
+
+def swiss_rounds(num_items: int) -> int:
+    """The Swiss system's usual number of rounds, ceil(log2 N): enough rounds to leave one trace unbeaten."""
+    return max(1, (num_items - 1).bit_length())
+
+
+def tier_budgets(num_items: int) -> dict[str, int]:
+    """The judge calls of each tier of the formats table at N = ``num_items``."""
+    n = num_items
+    return {
+        "N-1": n - 1,
+        "swiss": max(n - 1, swiss_rounds(n) * (n // 2)),
+        "live": live_call_count(n),
+        "all pairs": round_robin_call_count(n),
+    }
+
+
+TIER_NAMES = {"N-1": "N-1", "swiss": "swiss rounds", "live": "live's", "all pairs": "all pairs"}
+
+
+def tier_label(tier: str, num_items: int) -> str:
+    rounds = f"{swiss_rounds(num_items)} " if tier == "swiss" else ""
+    return f"{rounds}{TIER_NAMES[tier]} = {tier_budgets(num_items)[tier]}"
+
+
+def format_plan(num_items: int) -> list[tuple[str, str, int | None, Any]]:
+    """(tier, strategy, budget, strategy options) of each cell of the formats table at N = ``num_items``. A strategy
+    of fixed count runs at its own tier only (budget None); ``swiss`` at its own tier plays ``swiss_rounds`` rounds,
+    elsewhere (no round count, its default) rounds until the budget is spent."""
+    budgets = tier_budgets(num_items)
+    rounds = SwissOptions(swiss_rounds=swiss_rounds(num_items))
+    plan = [(tier, name, None, None) for name, tier in OWN_TIER.items()]
+    plan += [("swiss", "swiss", budgets["swiss"], rounds), ("N-1", "swiss", budgets["N-1"], None)]
+    plan += [("live", "swiss", budgets["live"], None)]
+    plan += [(tier, name, budgets[tier], None) for tier in ("N-1", "swiss", "live") for name in ("paced", "info_gain")]
+    return plan
+
+
+def peer_formats(args, spreads: list[float], sizes: list[int], bias: float) -> None:
+    """Run and print the formats table (and write it to ``--out``/ranking_formats.md, its figure beside it)."""
+    cells = [
+        Cell(
+            spread,
+            bias,
+            n,
+            Variant(name, name),
+            budget,
+            args.groups,
+            args.seed,
+            noise,
+            ties,
+            strategy_options=options,
+            tier=tier,
+        )  # fmt: skip
+        for spread in spreads
+        for n in sizes
+        for noise, ties in JUDGES
+        for tier, name, budget, options in format_plan(n)
+    ]
+    command = (
+        f"python scripts/bench/ranking.py --formats --groups {args.groups} --seed {args.seed} --spreads {args.spreads} "
+        f"--target-sizes {args.target_sizes}"
+    )
+    title = f"Tournament formats, SIMULATED judge (four judges, {FIRST_WIN_RATE:.0%} first-position preference)"
+    one_table(args, cells, title, command, format_formats, "ranking_formats.md", plot_formats)
+
+
+def _judge_name(noise: str, ties: float) -> str:
+    return f"{noise}{f', {ties:.0%} ties' if ties else ''}"
+
+
+def format_formats(rows: list[dict]) -> str:
+    """A summary of Kendall tau per (judge, spread, N) and budget, then one full table per judge: per (spread, N,
+    budget) each strategy's calls, judge rounds after the last trace, tau, top-1 and bottom-1 accuracy, and its paired
+    tau difference (per group, the same groups and judge seeds) against ``live`` and against ``paced`` at the same
+    budget; a strategy of fixed count that cannot run at a budget is a row saying so."""
+    by_key = {
+        (_judge_name(r["cell"].noise, r["cell"].tie_rate), r["cell"].spread, r["cell"].num_items, r["cell"].tier,
+         r["cell"].variant.label): r
+        for r in rows
+    }  # fmt: skip
+    judges = [name for name in (_judge_name(*judge) for judge in JUDGES) if any(k[0] == name for k in by_key)]
+    blocks = sorted({key[1:3] for key in by_key})
+    summary_columns = [
+        ("knockout", "N-1"), ("swiss", "N-1"), ("paced", "N-1"), ("swiss", "swiss"), ("paced", "swiss"),
+        ("swiss", "live"), ("live", "live"), ("paced", "live"), ("info_gain", "live"), ("round_robin", "all pairs"),
+    ]  # fmt: skip
+    lines = [
+        f"Kendall tau against hidden quality, {FIRST_WIN_RATE:.0%} first-position preference (judge calls per group in "
+        "brackets; budgets: N-1 = knockout's count, swiss rounds = ceil(log2 N) rounds of N/2 pairs, live's = 3N-6, "
+        "all pairs = round robin's; standard errors and the other columns in the full tables below):",
+        "",
+        "| judge | quality spread | N | " + " | ".join(f"{a} @ {TIER_NAMES[t]}" for a, t in summary_columns) + " |",
+        "| --- | ---: | ---: |" + " ---: |" * len(summary_columns),
+    ]
+    for judge in judges:
+        for spread, n in blocks:
+            cells = []
+            for name, tier in summary_columns:
+                row = by_key.get((judge, spread, n, tier, name))
+                cells.append(f"{row['tau'][0]:.3f} ({row['calls']:.0f})" if row else "")
+            lines.append(f"| {judge} | {spread:g} | {n} | " + " | ".join(cells) + " |")
+    for judge in judges:
+        lines += [
+            "",
+            f"### Judge: {judge}",
+            "",
+            "| quality spread | N | budget (calls) | strategy | judge calls | rounds after last trace | Kendall tau "
+            "| top-1 acc | bottom-1 acc | tau - live, same budget (paired) | tau - paced, same budget (paired) |",
+            "| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        ]
+        for spread, n in blocks:
+            for tier in FORMAT_TIERS:
+                here = {name: by_key.get((judge, spread, n, tier, name)) for name in FORMAT_STRATEGIES}
+                budget = tier_label(tier, n)
+                for name in FORMAT_STRATEGIES:
+                    row = here[name]
+                    if row is None:
+                        continue
+                    taus = np.asarray(row["taus"])
+                    gains = [
+                        fmt_gain(taus - np.asarray(here[base]["taus"])) if here[base] and name != base else ""
+                        for base in ("live", "paced")
+                    ]
+                    lines.append(
+                        f"| {spread:g} | {n} | {budget} | {name} | {row['calls']:.0f} | {row['rounds']:.1f} "
+                        f"| {fmt(row['tau'])} "
+                        f"| {fmt(row['top1'])} | {fmt(row['bottom1'])} | " + " | ".join(gains) + " |"
+                    )
+                absent = [name for name, own in OWN_TIER.items() if own != tier and tier != "all pairs"]
+                if absent:
+                    counts = ", ".join(f"{name} {tier_budgets(n)[OWN_TIER[name]]}" for name in absent)
+                    lines.append(
+                        f"| {spread:g} | {n} | {budget} | {', '.join(absent)} | | | not run: a fixed count of calls "
+                        f"({counts}), no budget taken | | | | |"
+                    )
+    return "\n".join(lines) + "\n"
+
+
+FORMAT_STYLE = {  # strategy: (marker, colour); ours in blues and greens, the peers in reds
+    "live": ("*", "tab:blue"),
+    "paced": ("o", "tab:green"),
+    "info_gain": ("^", "tab:cyan"),
+    "swiss": ("s", "tab:red"),
+    "knockout": ("X", "tab:orange"),
+    "round_robin": ("*", "tab:gray"),
+}
+
+
+def plot_formats(rows: list[dict], path: str) -> None:
+    """Kendall tau against judge calls per strategy (± one standard error), one panel per (spread, N), on the
+    logistic judge without ties (the other judges: the tables)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rows if (r["cell"].noise, r["cell"].tie_rate) == JUDGES[0]] or rows
+    spreads = sorted({r["cell"].spread for r in rows})
+    sizes = sorted({r["cell"].num_items for r in rows})
+    fig, axes = plt.subplots(len(spreads), len(sizes), figsize=(5.5 * len(sizes), 4 * len(spreads)), squeeze=False)
+    for (i, spread), (j, n) in itertools.product(enumerate(spreads), enumerate(sizes)):
+        ax = axes[i][j]
+        for name in FORMAT_STRATEGIES:
+            points = sorted(
+                (r["calls"], *r["tau"])
+                for r in rows
+                if r["cell"].spread == spread and r["cell"].num_items == n and r["cell"].variant.label == name
+            )
+            if not points:
+                continue
+            x, y, se = (np.array(v) for v in zip(*points))
+            marker, colour = FORMAT_STYLE[name]
+            ax.errorbar(
+                x, y, yerr=se, marker=marker, color=colour, capsize=2, ms=11 if marker in "*X" else 6,
+                ls="-" if len(x) > 1 else "none", label=name,
+            )  # fmt: skip
+        for tier in ("N-1", "swiss", "live"):
+            ax.axvline(tier_budgets(n)[tier], color="0.8", lw=0.8, zorder=0)
+        ax.set_xscale("log")
+        ticks = sorted(set(tier_budgets(n).values()))
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off()
+        ax.set_title(f"N={n}, quality spread {spread:g}")
+        ax.set_xlabel("judge calls per group (log scale)")
+        ax.set_ylabel("Kendall tau vs hidden quality")
+        ax.grid(alpha=0.3, axis="y")
+        ax.legend(loc="lower right", fontsize=8)
+    judge = _judge_name(*JUDGES[0])
+    fig.suptitle(
+        f"Peers' formats (swiss, knockout) against ours: tau vs judge calls (SIMULATED {judge} judge, "
+        f"{FIRST_WIN_RATE:.0%} first-position preference)"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 SOFT_VS_HARD_VARIANTS = (Variant("live", "live"), Variant("paced", "paced", at_live_budget=True))

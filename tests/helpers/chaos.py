@@ -23,6 +23,25 @@ from arena_verl.data.metrics_log import read_records
 TESTS_DIR = Path(__file__).resolve().parents[1]
 
 
+class LineCounter:
+    """The complete lines of a file that only grows, counted by reading only what was appended since the last count
+    (a harness that polls a log of thousands of lines every 0.2 s must not re-read it whole each time)."""
+
+    def __init__(self, path: Path):
+        self.path, self.offset, self.lines = path, 0, 0
+
+    def count(self) -> int:
+        if not self.path.exists():
+            return self.lines
+        with open(self.path, "rb") as handle:
+            handle.seek(self.offset)
+            data = handle.read()
+        complete = data.rfind(b"\n") + 1  # a line still being written is counted once it ends
+        self.lines += sum(1 for line in data[:complete].split(b"\n") if line.strip())
+        self.offset += complete
+        return self.lines
+
+
 class JudgeProcess:
     """The loopback judge in a child process: ``start()`` / ``kill()`` / ``start(port)``, ``set_control(...)``."""
 
@@ -32,6 +51,8 @@ class JudgeProcess:
         workdir.mkdir(parents=True, exist_ok=True)
         self.api_key = api_key
         self.calls_log = workdir / "judge_calls.log"
+        self._answered = LineCounter(self.calls_log)
+        self._received = LineCounter(self.calls_log.with_name(self.calls_log.name + ".started"))
         self.control = workdir / "judge_control.json"
         self.set_control()
         self.process: subprocess.Popen | None = None
@@ -85,7 +106,8 @@ class JudgeProcess:
 
     @property
     def calls(self) -> int:
-        return len(self.answers())
+        """The answers so far (the log's new lines only are read)."""
+        return self._answered.count()
 
     def deaths(self) -> list[dict]:
         """Each time the server exited under ``die_after_calls``: ``{"t": time.time(), "answers": answers in all}``."""
@@ -96,9 +118,7 @@ class JudgeProcess:
 
     def in_flight(self) -> int:
         """Requests received and not answered (yet): a group is waiting for them at its referee."""
-        started = self.calls_log.with_name(self.calls_log.name + ".started")
-        received = len(started.read_text().splitlines()) if started.exists() else 0
-        return received - self.calls
+        return self._received.count() - self.calls
 
     def __enter__(self) -> JudgeProcess:
         self.start()
@@ -194,8 +214,9 @@ class FaultPlan:
             for fault in self.faults:
                 while not self._stop.is_set():
                     self.steps = logged_steps(self.metrics_dir)
+                    calls = self.judge.calls  # once a poll, not once a step: the plan runs for hundreds of steps
                     for step in self.steps:
-                        self.calls_at_step.setdefault(step, self.judge.calls)
+                        self.calls_at_step.setdefault(step, calls)
                     if fault.when(self):
                         fault.step_before = max(self.steps, default=0)
                         fault.calls_before = self.judge.calls

@@ -40,6 +40,25 @@ def test_the_order_table_pairs_todays_order_with_the_prefix_aware_one(tmp_path):
     assert (tmp_path / "order.md").read_text().startswith("Presentation order")
 
 
+def test_the_formats_table_runs_the_peers_at_their_budget_and_at_lives(tmp_path):
+    out = run_script("scripts/bench/ranking.py", "--formats", "--groups", "3", "--spreads", "1.0", "--target-sizes",
+                     "8", "--workers", "1", "--out", str(tmp_path))  # fmt: skip
+    assert out.startswith("Tournament formats, SIMULATED judge")
+    logistic = out.split("### Judge: logistic\n")[1].split("### Judge:")[0]
+    lines = [line for line in logistic.splitlines() if line.startswith("| 1 |")]
+    rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in lines]
+    by = {(row[2], row[3]): row for row in rows}
+    # swiss at its own budget (3 rounds of 4 pairs) and at live's; knockout at its own N-1, not run at live's (said so)
+    assert by["3 swiss rounds = 12", "swiss"][4] == "12" and by["live's = 18", "swiss"][4] == "18"
+    assert by["N-1 = 7", "knockout"][4] == "7" and "±" in by["N-1 = 7", "knockout"][6]
+    assert by["live's = 18", "knockout, round_robin"][6].startswith("not run")
+    assert "±" in by["live's = 18", "swiss"][9] and "±" in by["3 swiss rounds = 12", "swiss"][10]  # paired differences
+    for judge in ("logistic", "logistic, 5% ties", "probit", "probit, 5% ties"):
+        assert f"### Judge: {judge}\n" in out
+    assert (tmp_path / "ranking_formats.md").read_text().startswith("Tournament formats, SIMULATED judge")
+    assert (tmp_path / "ranking_formats.png").stat().st_size > 10_000
+
+
 def test_fit_throughput_benchmark_compares_three_fits():
     out = run_script("scripts/bench/bradley_terry.py", "--groups", "16", "--sizes", "8", "--repeats", "1")
     lines = [line for line in out.splitlines() if line.startswith("| 8 |")]
