@@ -11,7 +11,7 @@ from helpers.chaos import JudgeProcess, LineCounter
 def test_the_call_count_reads_only_new_lines(tmp_path, monkeypatch):
     judge = JudgeProcess(tmp_path)
     with open(judge.calls_log, "w") as log:
-        log.writelines('{"n": %d}\n' % i for i in range(5000))
+        log.writelines(f'{{"n": {i}}}\n' for i in range(5000))
     monkeypatch.setattr(Path, "read_text", lambda *a, **k: pytest.fail("the whole log was read again"))
     assert judge.calls == 5000
     with open(judge.calls_log, "a") as log:
