@@ -3,13 +3,14 @@
 ``python -m arena_verl.judge.probe URL [--api-key-env OPENAI_API_KEY] [--timeout S] [--expect-model NAME]``
 
 ``GET`` the server's model list (``URL/models`` when ``URL`` ends in ``/v1``, else ``URL/v1/models``: the address
-the ``openai`` judge backend derives from the same ``base_url``), with ``Authorization: Bearer <key>`` when the
-variable named by ``--api-key-env`` is set. Environment proxies are not used (the judge's aiohttp client does not use
-them either). Exit status:
+the ``openai`` judge backend derives from the same ``base_url``), then ``POST`` one chat request of one token to the
+model (``--expect-model``, else the first listed): a server that lists its models but hangs, fails or answers
+garbage on chat is not ready. ``Authorization: Bearer <key>`` when the variable named by ``--api-key-env`` is set.
+Environment proxies are not used (the judge's aiohttp client does not use them either). Exit status:
 
-- 0: it answers with a model list; the served model names are printed on stdout, one a line;
-- 1: it does not answer yet (connection refused or reset, timeout, a name that does not resolve, HTTP 5xx); one line
-  on stderr says why. Waiting may help;
+- 0: it answers with a model list and a chat answer; the served model names are printed on stdout, one a line;
+- 1: it does not answer yet (connection refused or reset, timeout, a name that does not resolve, HTTP 5xx, a chat
+  request that hangs past ``--timeout`` or gets no chat answer); one line on stderr says why. Waiting may help;
 - 2: it answers and never will accept this run: the key is refused (HTTP 401/403), it is not an OpenAI-compatible
   server (another HTTP status, not a JSON model list), TLS fails, or ``--expect-model`` is not among its models.
   One line on stderr says what to fix. Waiting will not help.
@@ -29,7 +30,7 @@ import urllib.error
 import urllib.request
 from urllib.parse import urlsplit
 
-from arena_verl.core.urls import request_url
+from arena_verl.core.urls import CHAT_COMPLETIONS, request_url
 
 __all__ = ["UP", "NOT_YET", "NEVER", "ProbeResult", "models_url", "probe", "main"]
 
@@ -101,7 +102,39 @@ def probe(
             "(vllm serve --served-model-name, JUDGE_SERVED_NAME)",
             models,
         )  # fmt: skip
-    return ProbeResult(UP, "", models)
+    chat = _chat(base_url, expect_model or models[0], api_key, timeout, key_source)
+    return chat if chat is not None else ProbeResult(UP, "", models)
+
+
+def _chat(base_url: str, model: str, api_key: str | None, timeout: float, key_source: str) -> ProbeResult | None:
+    """One chat request of one token: None when the server answers it with a chat completion, else why not."""
+    url = request_url(base_url, CHAT_COMPLETIONS)
+    payload = {"model": model, "messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1}
+    request = urllib.request.Request(url, data=json.dumps(payload).encode(), method="POST")
+    request.add_header("Content-Type", "application/json")
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    not_yet = f"the judge at {base_url} lists its models but does not answer a chat request yet"
+    try:
+        with opener.open(request, timeout=timeout) as response:
+            body = response.read(_MAX_BODY)
+    except urllib.error.HTTPError as exc:
+        if exc.code < 500 and exc.code != 429:  # a busy server (429) may answer later
+            problem = _http_error(base_url, url, exc.code, bool(api_key), key_source)
+            return ProbeResult(NEVER, f"{problem.message} (POST {url}, model {model!r})")
+        return ProbeResult(NOT_YET, f"{not_yet}: POST {url} gave HTTP {exc.code}")
+    except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException, OSError) as exc:
+        return ProbeResult(NOT_YET, f"{not_yet}: {getattr(exc, 'reason', None) or exc!r}")
+    try:
+        parsed = json.loads(body)
+        ok = isinstance(parsed, dict) and isinstance(parsed.get("choices"), list) and len(parsed["choices"]) > 0
+    except ValueError:
+        ok = False
+    if not ok:
+        snippet = body[:120].decode("utf-8", "replace").replace("\n", " ")
+        return ProbeResult(NOT_YET, f"{not_yet}: POST {url} gave no chat completion ({snippet!r})")
+    return None
 
 
 def _http_error(base_url: str, url: str, status: int, sent_key: bool, key_source: str) -> ProbeResult:

@@ -87,12 +87,16 @@ class JudgeProcess:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(timeout=10)
 
-    def set_control(self, delay_s: float = 0.0, die_after_calls: int | None = None) -> None:
+    def set_control(
+        self, delay_s: float = 0.0, die_after_calls: int | None = None, hang: bool = False, garbage: str | None = None
+    ) -> None:
         """What the server does from its next request on: wait ``delay_s`` before each answer; exit at once (as a
         killed server: the request in flight gets no answer, its connection is reset) when a request arrives after
-        ``die_after_calls`` answers in all."""
+        ``die_after_calls`` answers in all; ``hang``: accept every request and never answer (until the control
+        changes); ``garbage``: answer as after a bad deploy (``loopback_judge.GARBAGE``: text, json, html500)."""
         tmp = self.control.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"delay_s": delay_s, "die_after_calls": die_after_calls}))
+        control = {"delay_s": delay_s, "die_after_calls": die_after_calls, "hang": hang, "garbage": garbage}
+        tmp.write_text(json.dumps(control))
         os.replace(tmp, self.control)
 
     def wait_dead(self, timeout_s: float) -> None:

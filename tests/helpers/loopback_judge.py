@@ -152,10 +152,37 @@ class LoopbackJudge:
                 delay = float(control.get("delay_s") or 0.0)
                 if delay:
                     time.sleep(delay)  # a slow judge: the client may have given up meanwhile
+                if control.get("hang"):  # accepts, never answers: until the control says otherwise, then hangs up
+                    while judge._control().get("hang"):
+                        time.sleep(0.2)
+                    self.close_connection = True
+                    return
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    send_json(self, judge._verdict(prompt))
+                    if control.get("garbage"):
+                        _send_garbage(self, control["garbage"])
+                    else:
+                        send_json(self, judge._verdict(prompt))
 
         return Handler
+
+
+# What a judge answers after a bad deploy (the control's "garbage"): unreadable text, a JSON body cut short, an HTTP
+# 500 with a web server's HTML page.
+GARBAGE = {
+    "text": (200, "text/plain", b"the model is having a bad day; please try again later"),
+    "json": (200, "application/json", b'{"id": "x", "choices": [{"message": {"content": "[[A'),
+    "html500": (500, "text/html", b"<html><head><title>500 Internal Server Error</title></head><body><h1>Internal "
+                b"Server Error</h1></body></html>"),
+}  # fmt: skip
+
+
+def _send_garbage(handler, kind: str) -> None:
+    status, content_type, body = GARBAGE[kind]
+    handler.send_response(status)
+    handler.send_header("Content-Type", content_type)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
 
 
 def serve(argv: list[str] | None = None) -> None:

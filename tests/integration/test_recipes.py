@@ -494,7 +494,7 @@ def test_a_served_judge_that_refuses_the_key_stops_the_run_at_once(tmp_path):
         # The right key and name: past the probe, the pre-flight refuses the missing data (nothing trains here).
         right = run_recipe("arena_live", tmp_path, timeout=120, JUDGE_API_KEY="right", **common)
         assert right.returncode == 2 and "error: data.train_files" in right.stderr, right.stderr
-        assert judge.refused == 1 and judge.calls == 0
+        assert judge.refused == 1 and judge.calls == 1  # the probe's one chat request: no run trained
 
 
 def test_a_verl_served_judge_that_would_sleep_for_good_is_refused(tmp_path):
