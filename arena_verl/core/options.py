@@ -154,17 +154,17 @@ class RefereeOptions(Part):
         "judge settings need, one judge call with all its retries and `completion_grace x judge.timeout_s`, at "
         "least 900 s ([limits that must agree](#limits-that-must-agree))",
     )
-    breaker_open_after_s: float = setting(
-        60.0,
+    breaker_open_after_s: float | None = setting(
+        None,
         low=0.0,
         high=DAY_S,
         help="the judge breaker ([failures](failures.md#a-judge-that-does-not-answer)): after this long without an "
         "answer, only transport failures and timeouts meanwhile, a referee sends no more judge calls and its groups "
-        "fall back at once (`judge_down`) until a probe answers; a call that ran out its whole budget opens it at "
-        "once; 0: off",
+        "fall back at once (`judge_down`) until a probe answers; null: one judge call's bound (its timeout and "
+        "retries: a judge that stops answering costs at most one call), at most 60 s; 0: off",
     )
     breaker_probe_s: float = setting(
-        30.0,
+        10.0,
         low=0.0,
         high=DAY_S,
         low_open=True,

@@ -17,8 +17,8 @@ ADDED = {
     "reward.arena.judge.ensemble.per_comparison": None,
     "reward.arena.judge.ensemble.quorum": 1,
     "reward.arena.judge.ensemble.primary_name": "judge",
-    "reward.arena.breaker_open_after_s": 60.0,
-    "reward.arena.breaker_probe_s": 30.0,
+    "reward.arena.breaker_open_after_s": None,
+    "reward.arena.breaker_probe_s": 10.0,
 }
 # Keys the old settings listed whatever the backend; now a backend's own keys are read for that backend only.
 BACKEND_OWN = {

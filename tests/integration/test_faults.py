@@ -62,6 +62,9 @@ JUDGE_OVERRIDES = (
     f"reward.arena.judge.timeout_s={JUDGE.timeout_s}",
     f"reward.arena.judge.retries={JUDGE.retries}",
     f"reward.arena.judge.backoff_s={JUDGE.backoff_s}",
+    # The judge breaker probes every second: a judge that is back is used again within a step or two (its default
+    # period, 10 s, is four of these 2-3 s steps).
+    "reward.arena.breaker_probe_s=1.0",
 )
 # A degraded step may take this much longer than a healthy one: each of a group's calls at its full budget.
 STEP_BOUND_S = CALLS_PER_GROUP * JUDGE.call_budget_s

@@ -71,6 +71,7 @@ from arena_verl.core.tournament import (
 )
 
 logger = logging.getLogger(__name__)
+BREAKER_DEFAULT_CAP_S = 60.0  # breaker_open_after_s null: one call's bound, at most this
 
 __all__ = ["Referee"]
 
@@ -96,7 +97,10 @@ class Referee:
         self._limiter = PriorityLimiter(judge_slots)
         self._latency = LatencyEstimate()  # typical duration of one judge call
         # The judge breaker: open while the judge has stopped answering (no call is sent, groups fall back at once).
-        self._breaker = JudgeBreaker(options.breaker_open_after_s, options.breaker_probe_s)
+        open_after = options.breaker_open_after_s
+        if open_after is None:  # a judge silent for as long as one call may take, or a minute, is down
+            open_after = min(call_budget_s, BREAKER_DEFAULT_CAP_S)
+        self._breaker = JudgeBreaker(open_after, options.breaker_probe_s)
         self._judge_down = asyncio.Event()  # set while the breaker is open
         self._probe_pair: tuple | None = None  # the last comparison asked: what a probe asks again
         self._probe_task: asyncio.Task | None = None

@@ -75,7 +75,10 @@ def group(uid, step, n=4):
     ]
 
 
-def referee_for(judge, budget_s=0.3, open_after_s=0.2, probe_s=0.2):
+BUDGET_S = 1.0  # one call's bound here: the waits below are measured against it, with room for a loaded machine
+
+
+def referee_for(judge, budget_s=BUDGET_S, open_after_s=0.2, probe_s=0.2):
     settings = arena_settings(
         group_size=4,
         group_deadline_s=30.0,
@@ -98,25 +101,25 @@ def test_a_hung_judge_costs_one_budget_then_groups_fall_back_at_once_until_a_pro
 
     async def scenario():
         referee = referee_for(judge)
-        first, first_s = await answer(referee, "g1", step=1)  # waits out one call budget (0.3 s), then opens
+        first, first_s = await answer(referee, "g1", step=1)  # waits out one call budget, then opens
         second, second_s = await answer(referee, "g2", step=2)  # at once
         calls_while_open = judge.calls
         judge.mode = "answer"  # the judge is back: the next probe closes the breaker
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(1.0)
         third, _ = await answer(referee, "g3", step=3)
         await referee.drain()
         return first, first_s, second, second_s, calls_while_open, third, referee
 
     first, first_s, second, second_s, calls_while_open, third, referee = asyncio.run(scenario())
-    assert {v.fallback for v in first} == {FALLBACK_JUDGE_DOWN} and 0.25 < first_s < 2
-    assert {v.fallback for v in second} == {FALLBACK_JUDGE_DOWN} and second_s < 0.1
+    assert {v.fallback for v in first} == {FALLBACK_JUDGE_DOWN} and 0.9 * BUDGET_S < first_s < 4 * BUDGET_S
+    assert {v.fallback for v in second} == {FALLBACK_JUDGE_DOWN} and second_s < BUDGET_S / 2
     assert all(v.routed for v in third) and {v.fallback for v in third} == {0}
     one, two = referee.metrics(1), referee.metrics(2)
     assert one["arena/breaker_openings"] == 1 and one["arena/fallback_judge_down"] == 4
     assert two["arena/fallback_judge_down"] == 4 and two["arena/judge_calls"] == 0  # nothing sent while open
     assert referee.metrics()["arena/breaker_closings"] == 1 and referee.metrics()["arena/breaker_probes"] >= 1
     assert calls_while_open <= 6 + 1  # the first group's calls, and at most one probe in flight
-    assert referee._latency.seconds is None or referee._latency.seconds < 0.3  # afresh after the timeouts
+    assert referee._latency.seconds is None or referee._latency.seconds < BUDGET_S / 2  # afresh after the timeouts
 
 
 def test_a_judge_refusing_connections_opens_it_after_open_after_s():
@@ -167,5 +170,5 @@ def test_off_a_hung_judge_costs_every_group_its_budget():
         return first_s, second_s, referee
 
     first_s, second_s, referee = asyncio.run(scenario())
-    assert first_s > 0.25 and second_s > 0.25  # each group waits out a budget
+    assert first_s > 0.9 * BUDGET_S and second_s > 0.9 * BUDGET_S  # each group waits out a budget
     assert referee.metrics()["arena/fallback_judge_down"] == 0
