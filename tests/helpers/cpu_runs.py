@@ -165,7 +165,7 @@ def assert_arena_step(step: dict, calls_per_group: int, simulated: bool) -> None
     assert step["arena/samples"] == BATCH * N and step["arena/groups"] == BATCH
     assert step["arena/duplicates"] == 0
     assert step["arena/generations"] == BATCH * N and step["arena/generations_discarded"] == 0
-    for reason in ("deadline", "judge_error", "referee_lost", "overflow", "late", "thin"):
+    for reason in ("deadline", "judge_error", "referee_lost", "overflow", "late", "thin", "judge_down"):
         assert step[f"arena/fallback_{reason}"] == 0, reason
     # The toy policy is always wrong: every group is non-diverse and routed, so a non-zero advantage can only come
     # from the tournament's rewards.

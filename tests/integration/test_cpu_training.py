@@ -78,7 +78,7 @@ def test_rlvr_dapo_recipe_keeps_mixed_groups_and_completes_its_steps(assets, tmp
         # The generations the step cost: the kept batch plus every discarded group, N rollouts each.
         discarded = step["arena/generations_discarded"]
         assert discarded % N == 0 and step["arena/generations"] == BATCH * N + discarded
-        for reason in ("deadline", "judge_error", "referee_lost", "overflow", "late", "thin"):
+        for reason in ("deadline", "judge_error", "referee_lost", "overflow", "late", "thin", "judge_down"):
             assert step[f"arena/fallback_{reason}"] == 0, reason
     # verl's replay buffer discarded and regenerated: the unanswerable question's group at least, in step 1.
     assert summary["steps"][0]["arena/generations_discarded"] >= N

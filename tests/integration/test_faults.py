@@ -70,7 +70,7 @@ JUDGE_OVERRIDES = (
 STEP_BOUND_S = CALLS_PER_GROUP * JUDGE.call_budget_s
 PLANNED_STEPS = 40  # more than the faults need: the run ends by preemption
 RECOVERY_STEPS = 2  # a clean step within this many steps after the one running when the judge answered again
-FALLBACK_NAMES = ("deadline", "judge_error", "referee_lost", "overflow", "late", "thin")
+FALLBACK_NAMES = ("deadline", "judge_error", "referee_lost", "overflow", "late", "thin", "judge_down")
 
 
 def clean(step: dict) -> bool:

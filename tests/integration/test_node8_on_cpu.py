@@ -99,7 +99,7 @@ def test_two_steps_of_node8s_keys_complete_with_every_group_judged(node8_run):
     assert summary["steps_completed"] == 2 and training_steps(node8_run["attempt"]) == [1, 2]
     for step in summary["steps"]:
         assert step["arena/samples"] == BATCH * N and step["arena/groups"] == BATCH
-        for reason in ("deadline", "judge_error", "referee_lost", "overflow", "late", "thin"):
+        for reason in ("deadline", "judge_error", "referee_lost", "overflow", "late", "thin", "judge_down"):
             assert step[f"arena/fallback_{reason}"] == 0, reason
         assert step["arena/groups_routed"] == BATCH  # the random toy policy is always wrong
         assert step["arena/judge_calls_per_routed_group"] == LIVE_CALLS

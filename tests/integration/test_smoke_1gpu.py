@@ -282,8 +282,10 @@ def test_the_judge_checks_against_a_loopback_server_exercise_the_key(tmp_path, m
         assert cli.main(["judge-call", judge.url, "--api-key-env", "SMOKE_KEY", "--result", str(call)]) == 0
         result = json.loads(call.read_text())
         assert result["status"] == "pass" and result["verdict"] in ("A", "B") and result["auth_enforced"] is True
-        assert judge.calls == 1 and judge.refused == 1  # the one request without the key was refused
-        assert "17 + 25" in judge.prompts[0]  # the arena's own pairwise prompt
+        # wait-judge's probe asks for one chat answer, judge-call for one verdict; the one request without the key
+        # was refused
+        assert judge.calls == 2 and judge.refused == 1
+        assert "17 + 25" in judge.prompts[-1]  # the arena's own pairwise prompt
         monkeypatch.setenv("SMOKE_KEY", "wrong")
         assert cli.main(["wait-judge", judge.url, "--api-key-env", "SMOKE_KEY", "--timeout", "5"]) == 1
     assert "refuses the key" in capsys.readouterr().out

@@ -85,7 +85,8 @@ def test_smoke_run_rewards_every_sample_counts_injected_failures_and_leaves_no_r
     assert judge["failures"] > 0 and judge["sim_parse_failures"] > 0
     assert judge["failures"] > judge["sim_parse_failures"]
     assert judge["failure_share_of_routed_calls"] > report["settings"]["parse_failure_rate"]
-    assert set(report["fallbacks"]) == {"deadline", "judge_error", "referee_lost", "overflow", "late", "thin"}
+    fallbacks = {"deadline", "judge_error", "referee_lost", "overflow", "late", "thin", "judge_down"}
+    assert set(report["fallbacks"]) == fallbacks
 
     # Memory and descriptors were read from the referee's own process, and the run was too short for the caps.
     assert report["start"]["referee_rss_mb"] > 0 and report["start"]["referee_fds"] > 0

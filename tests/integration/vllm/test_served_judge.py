@@ -43,14 +43,29 @@ def run_probe(*args, key: str | None = None, key_env: str = "OPENAI_API_KEY", ti
 
 class _Stub(BaseHTTPRequestHandler):
     """``/<behaviour>/v1/models``: ok (one model, named after the Authorization header), empty, html, missing
-    (404), busy (503), locked (401 unless the header is ``Bearer KEY``), slow (answers after 3 s)."""
+    (404), busy (503), locked (401 unless the header is ``Bearer KEY``), slow (answers after 3 s); chathang and
+    chatgarbage list their model but hang on, or answer a web page to, a chat request. ``/<behaviour>/v1/chat/
+    completions``: a one-token chat answer for the behaviours that list a model."""
+
+    def do_POST(self):  # noqa: N802
+        behaviour = self.path.strip("/").split("/")[0]
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if behaviour == "chathang":
+            time.sleep(3)
+        elif behaviour == "chatgarbage":
+            self._send(200, "<html>a web page</html>", "text/html")
+        elif behaviour in ("ok", "slow", "locked"):
+            self._send(200, json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": "OK"}}]}))
+        else:
+            self._send(404, "not found")
 
     def do_GET(self):  # noqa: N802
         behaviour = self.path.strip("/").split("/")[0]
         auth = self.headers.get("Authorization")
         if behaviour == "slow":
             time.sleep(3)
-        if behaviour in ("ok", "slow") or (behaviour == "locked" and auth == f"Bearer {KEY}"):
+        listed = behaviour in ("ok", "slow", "chathang", "chatgarbage")
+        if listed or (behaviour == "locked" and auth == f"Bearer {KEY}"):
             self._send(200, json.dumps({"object": "list", "data": [{"id": auth or "no-header"}]}))
         elif behaviour == "empty":
             self._send(200, json.dumps({"object": "list", "data": []}))
@@ -114,6 +129,10 @@ def test_probe_outcomes_against_a_stub(stub):
     started = time.monotonic()
     assert probe(f"{stub}/slow/v1", timeout=0.5).code == NOT_YET  # accepted, no answer in time
     assert time.monotonic() - started < 2.5
+    # A server that lists its model but hangs on, or answers garbage to, a chat request is not ready either.
+    hung = probe(f"{stub}/chathang/v1", timeout=0.5)
+    assert hung.code == NOT_YET and "does not answer a chat request yet" in hung.message
+    assert probe(f"{stub}/chatgarbage/v1").code == NOT_YET
     assert probe("host:8000/v1").code == NEVER  # not an http(s) URL
 
 
