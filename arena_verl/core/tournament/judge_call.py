@@ -77,6 +77,12 @@ async def bounded_call(call: Awaitable, bounds: CallBounds = CallBounds(), what:
             if bounds.latency is not None:
                 bounds.latency.observe_timeout(time.monotonic() - started)
             return None
+        except asyncio.CancelledError:  # cut (a complete group's grace, a cancelled group): a call that had failed on
+            record = current_call()  # transport and waited to retry is a transport failure for the breaker too
+            failure = getattr(bounds.latency, "observe_failure", None)
+            if failure is not None and record is not None and record.transport_failures:
+                failure(time.monotonic() - started, transport=True)
+            raise
         if outcome is not None and bounds.latency is not None:
             bounds.latency.observe(time.monotonic() - started)
         failure = getattr(bounds.latency, "observe_failure", None)

@@ -56,9 +56,11 @@ class FlakyJudge:
         self.calls += 1
         if self.mode == "hang":
             await asyncio.sleep(3600)
-        if self.mode == "refuse":
+        if self.mode in ("refuse", "refuse_then_retry"):
             report_failed_attempt()
             report_transport_failure()
+            if self.mode == "refuse_then_retry":  # waits out its backoff: a complete group's grace cuts it there
+                await asyncio.sleep(0.3)
             raise ConnectionRefusedError("judge server gone")
         if self.mode == "raise":
             raise ValueError("not a problem this judge reads")
@@ -78,9 +80,10 @@ def group(uid, step, n=4):
 BUDGET_S = 1.0  # one call's bound here: the waits below are measured against it, with room for a loaded machine
 
 
-def referee_for(judge, budget_s=BUDGET_S, open_after_s=0.2, probe_s=0.2):
+def referee_for(judge, budget_s=BUDGET_S, open_after_s=0.2, probe_s=0.2, grace=None):
     settings = arena_settings(
         group_size=4,
+        completion_grace=grace,
         group_deadline_s=30.0,
         tournament_timeout_s=30.0,
         breaker_open_after_s=open_after_s,
@@ -172,3 +175,24 @@ def test_off_a_hung_judge_costs_every_group_its_budget():
     first_s, second_s, referee = asyncio.run(scenario())
     assert first_s > 0.9 * BUDGET_S and second_s > 0.9 * BUDGET_S  # each group waits out a budget
     assert referee.metrics()["arena/fallback_judge_down"] == 0
+
+
+def test_calls_cut_at_the_grace_while_they_wait_to_retry_open_it_too():
+    """A complete group's grace (completion_grace, as arena_paced sets it) cuts calls that failed on transport and
+    wait to retry: they are transport failures for the breaker (a real run's judge answering garbage never opened it
+    before)."""
+    judge = FlakyJudge("answer")
+
+    async def scenario():
+        referee = referee_for(judge, open_after_s=0.5, grace=1.3)
+        await answer(referee, "warm", step=0)  # a healthy answer first: the grace has a latency to scale
+        judge.mode = "refuse_then_retry"
+        for k in range(12):
+            await answer(referee, f"g{k}", step=k + 1)
+            await asyncio.sleep(0.05)
+        await referee.drain()
+        return referee
+
+    referee = asyncio.run(scenario())
+    assert referee.metrics()["arena/breaker_openings"] == 1
+    assert referee.metrics()["arena/fallback_judge_down"] > 0
