@@ -316,12 +316,12 @@ def run(args: argparse.Namespace) -> int:
 
 def repair_checkpoints(args: argparse.Namespace) -> int:
     """``checkpoints``: each repair as a warning line (a run that starts from a repaired folder says why); exit 0, or
-    2 when the folder cannot be repaired (an OSError, named)."""
+    2 when the folder cannot be repaired (named)."""
     from arena_verl.verl_edge.checkpoints import repair
 
     try:
         done = repair(args.folder, keep=args.keep)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # the tracker's atomic write names its path (an InputError)
         print(f"error: the checkpoints in {args.folder} cannot be repaired: {exc}", file=sys.stderr)
         return 2
     for line in done:

@@ -20,11 +20,11 @@ empty and whose ``data.pt`` (written after the actor's) is.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
+
+from arena_verl.core.errors import write_output
 
 __all__ = ["TRACKER", "complete_steps", "repair"]
 
@@ -59,19 +59,6 @@ def _read_tracker(path: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def repair(checkpoints: str | Path, keep: int | None = None) -> list[str]:
     """Make ``checkpoints`` (verl's ``trainer.default_local_dir``) safe to resume from; returns what it did, one
     sentence each (empty: nothing to do). ``keep``: complete checkpoints kept, the newest (None or < 1: all)."""
@@ -94,10 +81,10 @@ def repair(checkpoints: str | Path, keep: int | None = None) -> list[str]:
             tracker.unlink()
             done.append(f"removed {TRACKER}: it {was} and no complete checkpoint is left; the run starts from step 0")
         else:
-            _write_atomically(tracker, str(newest))
+            write_output(tracker, str(newest), what="checkpoint tracker")
             done.append(f"{TRACKER} {was}: it now names step {newest}, the newest complete checkpoint")
     elif not tracker.exists() and newest is not None:
-        _write_atomically(tracker, str(newest))
+        write_output(tracker, str(newest), what="checkpoint tracker")
         done.append(f"wrote {TRACKER} naming step {newest}, the newest complete checkpoint (the file was missing)")
     if keep is not None and keep >= 1 and len(complete) > keep:
         for step in complete[:-keep]:

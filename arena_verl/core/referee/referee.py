@@ -274,24 +274,16 @@ class Referee:
             else:
                 calls, failures = self._stop_judging(group)
                 verdicts = verifier_verdicts(rewards, judge_calls=calls, judge_failures=failures, uniform=uniform)
-        except JudgeDown:  # the breaker is open: at once, without a warning per group (the breaker said it once)
-            calls, failures = self._stop_judging(group)
-            verdicts = verifier_verdicts(
-                rewards,
-                judge_calls=calls,
-                judge_failures=failures,
-                fallback=FALLBACK_JUDGE_DOWN,
-                route=route,
-                uniform=uniform,
-            )
         except Exception as exc:  # noqa: BLE001  (a failed judge never fails the step: verifier rewards instead)
-            logger.warning("group %s: judging failed (%r); verifier rewards used", group.uid, exc)
+            down = isinstance(exc, JudgeDown)  # the breaker is open: no warning per group (the breaker said it once)
+            if not down:
+                logger.warning("group %s: judging failed (%r); verifier rewards used", group.uid, exc)
             calls, failures = self._stop_judging(group)
             verdicts = verifier_verdicts(
                 rewards,
                 judge_calls=calls,
                 judge_failures=failures,
-                fallback=FALLBACK_JUDGE_ERROR,
+                fallback=FALLBACK_JUDGE_DOWN if down else FALLBACK_JUDGE_ERROR,
                 route=route,
                 uniform=uniform,
             )
