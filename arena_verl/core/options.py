@@ -171,6 +171,16 @@ class RefereeOptions(Part):
         help="while the breaker is open: one probe (a real comparison, bounded by this) this often; its answer "
         "closes the breaker and starts the latency estimate afresh",
     )
+    groups_remembered: int = setting(
+        20_000,
+        low=1,
+        help="answered groups a referee shard remembers (without their traces) to answer a duplicate or late sample "
+        "of one; the oldest is forgotten first. Keep it above a step's groups (a forgotten group's late sample "
+        "opens a new group that waits out `group_deadline_s`)",
+    )
+    steps_remembered: int = setting(
+        512, low=2, help="training steps whose per-step counters a referee shard keeps for the step's metrics"
+    )
     advantage_norm_by_std: bool | None = setting(
         None,
         help="the GRPO normalisation the sample-utilisation metrics assume; null: "

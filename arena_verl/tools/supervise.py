@@ -8,7 +8,9 @@ terminal and to ``OUT_DIR/train.log``. This process makes itself the *subreaper*
 ``WorkerDict``, agent-loop and reward workers, vLLM engines) stay its descendants even when their parents exit first;
 when the command ends, times out or this process is interrupted, every one of them is terminated, then killed (SIGINT,
 SIGTERM and SIGHUP of this process included; only its own SIGKILL cannot be handled). A Ray cluster the command merely
-connected to (``RAY_ADDRESS``) is not a descendant and is left alone. Writes ``OUT_DIR/summary.json`` (see
+connected to (``RAY_ADDRESS``) is not a descendant and is left alone. A local cluster gets a Ray temp folder of its
+own, removed afterwards (:mod:`arena_verl.tools.common.ray_temp`: a resumed run leaves no ``session_*`` folders
+behind). Writes ``OUT_DIR/summary.json`` (see
 :mod:`arena_verl.data.metrics_log`) and prints one line, whatever the metrics file holds (records that are no usable
 record are skipped and counted: ``records_skipped``, ``records_skipped_by_reason``, and ``records_skipped=N`` in the
 line; an unreadable file is ``metrics_error``; a metric value that is no finite number is null, counted in
@@ -22,11 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
 from arena_verl.core.errors import EXIT_BAD_INPUT, InputError, guarded, write_output
 from arena_verl.data.metrics_log import nulled_note, one_line, summarise
+from arena_verl.tools.common.ray_temp import own_ray_temp
 from arena_verl.tools.common.supervisor import COMMAND_NOT_STARTED_RC, run_supervised
 
 __all__ = ["configure_parser", "main", "run"]
@@ -58,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--out {args.out}: cannot be written ({exc.strerror or exc})") from None
     start_error = None
     try:
-        rc, wall, reaped = run_supervised(command, args.timeout, log_path, copy_to_stdout=True)
+        with own_ray_temp() as ray_env:  # a local cluster's session folders go with the run
+            environment = {**os.environ, **ray_env}
+            rc, wall, reaped = run_supervised(command, args.timeout, log_path, copy_to_stdout=True, env=environment)
     except OSError as exc:  # not found, not executable: the summary still says what happened
         rc, wall, reaped = COMMAND_NOT_STARTED_RC, 0.0, 0
         start_error = f"{command[0]}: cannot be started ({exc.strerror or exc})"

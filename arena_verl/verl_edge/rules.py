@@ -148,12 +148,29 @@ def _reward_model_rules(config) -> list[str]:
     return _replica_rule(config, "reward.reward_model.rollout", nodes * per_node, per_node, "verl's reward-model pool")
 
 
+def _groups_in_flight(config) -> int:
+    """Prompts (groups) a step may have in flight: the batch, times DAPO's generation batches in flight."""
+    groups = _int(config, "data.train_batch_size")
+    if _get(config, "algorithm.filter_groups.enable", False):
+        groups *= max(1, _int(config, "algorithm.filter_groups.max_inflight_gen_batches"))
+    return groups
+
+
+def _remembered_rule(config, waits_for_groups: bool) -> list[str]:
+    remembered, groups = _get(config, "reward.arena.groups_remembered"), _groups_in_flight(config)
+    if not waits_for_groups or remembered is None or int(remembered) >= groups:
+        return []
+    return [
+        f"reward.arena.groups_remembered {remembered} is fewer than a step's {groups} groups (data.train_batch_size, "
+        "x algorithm.filter_groups.max_inflight_gen_batches under DAPO): a late or duplicate sample of a forgotten "
+        f"group would open a new one that waits out reward.arena.group_deadline_s; set it >= {groups}"
+    ]
+
+
 def _concurrency_rule(config, waits_for_groups: bool) -> list[str]:
     if not waits_for_groups:
         return []
-    samples = _int(config, "data.train_batch_size") * _int(config, "actor_rollout_ref.rollout.n")
-    if _get(config, "algorithm.filter_groups.enable", False):
-        samples *= max(1, _int(config, "algorithm.filter_groups.max_inflight_gen_batches"))
+    samples = _groups_in_flight(config) * _int(config, "actor_rollout_ref.rollout.n")
     workers = _int(config, "reward.num_workers")
     if workers < 1:
         return [f"reward.num_workers must be >= 1, got {workers}"]
@@ -182,4 +199,5 @@ def run_time_problems(config, waits_for_groups: bool = True) -> list[str]:
     problems += _replica_rule(config, "actor_rollout_ref.rollout", gpus, per_node, "the trainer")
     problems += _reward_model_rules(config)
     problems += _concurrency_rule(config, waits_for_groups)
+    problems += _remembered_rule(config, waits_for_groups)
     return problems

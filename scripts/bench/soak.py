@@ -35,8 +35,7 @@ Protocol (fixed, so that runs compare across versions):
   stops there); a referee actor that restarted (its pid changed); open descriptors of the referee or the driver
   grown by more than ``--max-fd-growth`` (20) from start to end; RSS growing faster than ``--max-growth-mb`` (200)
   MB per hour. The referee remembers at most 20 000 answered groups and 512 steps of counters
-  (``arena_verl.core.referee.groups._RECENT_GROUPS`` / ``.metrics._STEPS_KEPT``) per
-  shard, so its memory grows by design until both caps
+  (``reward.arena.groups_remembered`` / ``steps_remembered``) per shard, so its memory grows by design until both caps
   are full; the RSS rate is therefore the least-squares slope over the snapshots taken after both caps are full,
   and is checked only when that window lasts ``--min-window-min`` (5) minutes or more (a shorter run reports
   "not checked"). The run's start-to-end growth is reported beside it.
@@ -87,8 +86,7 @@ class Snapshot:
 
 @dataclass
 class Caps:
-    """What the referee remembers at most, per shard (``arena_verl.core.referee.groups`` and ``.metrics``); None where
-    not found."""
+    """What the referee remembers at most, per shard (``reward.arena.groups_remembered`` and ``steps_remembered``)."""
 
     recent_groups: int | None
     steps_kept: int | None
@@ -290,10 +288,8 @@ def take_snapshot(actors, t_s: float, steps: int, samples: int) -> Snapshot:
     )
 
 
-def referee_caps() -> Caps:
-    from arena_verl.core.referee import groups, metrics
-
-    return Caps(getattr(groups, "_RECENT_GROUPS", None), getattr(metrics, "_STEPS_KEPT", None))
+def referee_caps(settings) -> Caps:
+    return Caps(settings.referee.groups_remembered, settings.referee.steps_remembered)
 
 
 def slope_per_hour(snapshots: list[Snapshot], key: str) -> float:
@@ -471,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
         run = soak(args, settings)
     finally:
         ray.shutdown()
-    report = build_report(args, run, referee_caps())
+    report = build_report(args, run, referee_caps(settings))
     print(render(report) if "start" in report else "\n".join(f"FLAGGED: {msg}" for msg in report["findings"]))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)

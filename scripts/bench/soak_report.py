@@ -13,7 +13,11 @@ Bounds:
   quarter of the first tenth's;
 - checkpoints: never more on disk than ``KEEP_CHECKPOINTS`` of this attempt and of the one before (verl deletes its
   own attempt's only; the recipes prune the earlier ones at each start);
-- nothing left: no process with any attempt's metrics file in its environment after the end.
+- nothing left: no process with any attempt's metrics file in its environment after the end, no Ray temp folder of
+  any attempt's supervisor (``<tmp>/arena-ray-<pid>``) and no new ``session_*`` folder in ``/tmp/ray``;
+- a hanging judge (``judge_hang``, and ``judge_hang_first`` met by a fresh referee): the extra step time of the steps it
+  hung through, against healthy steps (an attempt's first step against the other attempts' first steps), within one
+  call budget plus a probe period in all.
 """
 
 from __future__ import annotations
@@ -22,14 +26,17 @@ import json
 import math
 import re
 import statistics
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from soak_run import BATCH, RESUMES, N, training_records
+from soak_run import BATCH, RESUMES, N, ray_sessions, training_records
 
+from arena_verl.tools.common.ray_temp import PREFIX as RAY_TEMP_PREFIX
 from helpers.cpu_runs import processes_with_marker
 
 BREAKER = ("openings", "closings", "probes")
+HANGS = ("judge_hang", "judge_hang_first")
 # The soak's judge (timeout 3 s, 1 retry, backoff 0.2 s): one call's budget at the referee; the breaker's probe period.
 CALL_BUDGET_S = (2 * 3.0 + 2**2 * 0.2) * 2
 PROBE_S = 10.0
@@ -134,12 +141,16 @@ def write_report(soak, page: Path | None) -> list[str]:
         if growth > MAX_FD_GROWTH:
             findings.append(f"{role} pid {pid}: {growth} more descriptors after warm-up (bound {MAX_FD_GROWTH})")
 
-    near = set()
+    near = set()  # steps a fault or a start touched: from the fault to 3 steps after its last part
     for fault in soak.faults:
-        near |= set(range(fault["step_before"], fault["step_before"] + 4))
+        end = max([fault["step_before"], *(then["step"] for then in fault.get("then", []))])
+        near |= set(range(fault["step_before"], end + 4))
+    first_steps = {}  # each attempt's first step: what a start costs, the control of a hang at a start
     for attempt in soak.attempts:
         start = (attempt["checkpoints_at_start"] or [0])[-1]
         near |= set(range(start, start + 3))
+        if start + 1 in logged and "timing_s/step" in logged[start + 1][-1]:
+            first_steps[start + 1] = logged[start + 1][-1]["timing_s/step"]
     healthy = [
         (s, logged[s][-1]["timing_s/step"])
         for s in sorted(logged)
@@ -151,12 +162,17 @@ def write_report(soak, page: Path | None) -> list[str]:
     drift = None if not first_tenth else last_tenth / first_tenth - 1
     healthy_median = statistics.median(t for _, t in healthy) if healthy else None
     for fault in faults:  # what a hanging judge cost the steps it hung through, against a healthy step
-        if fault["kind"] != "judge_hang" or healthy_median is None:
+        if fault["kind"] not in HANGS or healthy_median is None:
             continue
         end = next((t["step"] for t in fault.get("then", []) if t["what"] == "judge answers again"), last)
         hung = [s for s in range(fault["step_before"] + 1, end + 2) if s in logged]
+
+        def usual_s(step: int) -> float:
+            others = [t for s, t in first_steps.items() if s != step]
+            return statistics.median(others) if step in first_steps and others else healthy_median
+
         fault["hang_steps"] = hung
-        fault["hang_extra_s"] = sum(logged[s][-1].get("timing_s/step", 0.0) - healthy_median for s in hung)
+        fault["hang_extra_s"] = sum(logged[s][-1].get("timing_s/step", 0.0) - usual_s(s) for s in hung)
         fault["hang_bound_s"] = HANG_BOUND_S
         if fault["hang_extra_s"] > HANG_BOUND_S:
             findings.append(
@@ -172,6 +188,12 @@ def write_report(soak, page: Path | None) -> list[str]:
     left = [p for f in sorted((run_dir / "metrics").glob("*.jsonl")) for p in processes_with_marker(str(f))]
     if left:
         findings.append(f"processes left after the run: {left}")
+    temp = Path(tempfile.gettempdir())
+    ray_left = [str(temp / f"{RAY_TEMP_PREFIX}{a['pid']}") for a in soak.attempts]
+    ray_left = [path for path in ray_left if Path(path).exists()]
+    ray_left += sorted(ray_sessions() - soak.ray_sessions_before)
+    if ray_left:
+        findings.append(f"Ray temp folders left after the run: {ray_left}")
     unplanned = [a["attempt"] for a in soak.attempts if a.get("unplanned")]
     if unplanned:
         findings.append(f"attempts that ended on their own: {unplanned}")
@@ -197,6 +219,7 @@ def write_report(soak, page: Path | None) -> list[str]:
         "dump_kib_per_step": growth_per_step("dump_bytes"),
         "metrics_kib_per_step": growth_per_step("metrics_bytes"),
         "left_processes": left,
+        "left_ray_temp": ray_left,
         "bounds": {"uss_slope_mb_per_h": MAX_USS_SLOPE_MB_PER_H, "fd_growth": MAX_FD_GROWTH,
                    "step_time_drift": STEP_TIME_DRIFT, "checkpoints": 2 * soak.args.keep},
         "findings": findings,
@@ -205,6 +228,10 @@ def write_report(soak, page: Path | None) -> list[str]:
     if page is not None:
         write_page(report, samples, logged, page)
     return findings
+
+
+def _span(steps: list[int]) -> str:
+    return f"{steps[0]}-{steps[-1]}" if steps else "none"
 
 
 def write_page(report: dict, samples: list[dict], logged: dict, page: Path) -> None:
@@ -251,7 +278,17 @@ def write_page(report: dict, samples: list[dict], logged: dict, page: Path) -> N
         f"{s['step_time']['last_tenth_median_s']}, drift {s['step_time']['drift']} (bound {STEP_TIME_DRIFT})",
         f"- checkpoints on disk at most: {s['checkpoints_most_on_disk']} (bound {s['bounds']['checkpoints']})",
         f"- growth per step: dumps {s['dump_kib_per_step']} KiB, metrics {s['metrics_kib_per_step']} KiB",
-        f"- left processes: {s['left_processes'] or 'none'}",
+        f"- left processes: {s['left_processes'] or 'none'}; left Ray temp folders: {s['left_ray_temp'] or 'none'}",
+        "- judge hangs (extra step time of the steps hung through, bound: one call budget + a probe period): "
+        + (
+            "; ".join(
+                f"{f['kind']} at {f['t'] / 60:.1f} min, steps {_span(f['hang_steps'])}: "
+                f"{f['hang_extra_s']:+.1f} s (bound {f['hang_bound_s']:.1f} s)"
+                for f in s["faults"]
+                if "hang_extra_s" in f
+            )
+            or "none"
+        ),
         f"- findings: {s['findings'] or 'none'}",
         "",
         "| role | lives | max USS MB | max RSS MB | worst USS slope MB/h (after 5 min, lives >= 10 min) "

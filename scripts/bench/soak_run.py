@@ -25,6 +25,10 @@ The faults, on a schedule drawn from ``--seed`` (every kind at least twice, spre
 - ``resume_judge_down``: the judge killed and the supervisor SIGTERMed; the recipe is started again while the judge
   is down (it waits for it, as under Slurm) and the judge comes back ``--judge-down-s`` (60 s) later.
 
+And first, unless ``--no-hang-first``: ``judge_hang_first``, the judge hanging from the run's first judge call (once
+the recipe's readiness probe has had its answer) for ``--hang-s``, met by a fresh referee with no latency estimate.
+The referee's memory caps are set small enough to fill within minutes (``CAPS_OVERRIDES``).
+
 Sampled every ``--sample-every-s`` (10 s): each process of the run by role (the supervisor, the trainer driver, Ray's
 task runner, workers, referee actors, reward and agent-loop workers, Ray's own, the judge server) with its pid and
 start time (one series per process life), USS, RSS, open descriptors and threads; the checkpoints on disk; the size of
@@ -89,6 +93,9 @@ JUDGE_OVERRIDES = (  # the fault test's judge: a call fails within seconds
     "reward.arena.judge.backoff_s=0.2",
     "trainer.val_before_train=False",
 )
+# The referee's memory caps small enough to fill within minutes (2 groups a step), so that memory is measured full.
+CAPS_OVERRIDES = ("reward.arena.groups_remembered=8", "reward.arena.steps_remembered=4")
+RAY_SESSIONS = Path("/tmp/ray")  # Ray's default temp folder: a supervised run must leave no session_* there
 
 
 def role_of(process: psutil.Process) -> str:
@@ -157,6 +164,7 @@ class Soak:
         self.started = time.time()
         self.pending: list[tuple] = []  # (time, what, action, fault index): a fault's later part
         self.steps = StepWatch(self.run_dir / "metrics")
+        self.ray_sessions_before = ray_sessions()
 
     # -- the run --------------------------------------------------------------------------------------------------
 
@@ -167,7 +175,7 @@ class Soak:
             TOTAL_STEPS="100000", SAVE_FREQ="1", TEST_FREQ="100000", KEEP_CHECKPOINTS=str(self.args.keep),
             JUDGE_PLACEMENT="serve", JUDGE_URL_FILE=str(self.url_file), JUDGE_API_KEY=JUDGE_KEY, JUDGE_WAIT_S="3600",
         )  # fmt: skip
-        overrides = (*JUDGE_OVERRIDES, f"trainer.rollout_data_dir={self.run_dir / 'rollout'}")
+        overrides = (*JUDGE_OVERRIDES, *CAPS_OVERRIDES, f"trainer.rollout_data_dir={self.run_dir / 'rollout'}")
         number = len(self.attempts) + 1
         log = open(self.out / "attempts" / f"{number}.log", "w")  # noqa: SIM115  (the attempt's, kept by it)
         command = ["bash", str(REPO / "recipes" / f"{self.args.recipe}.sh"), *overrides]
@@ -248,6 +256,14 @@ class Soak:
             self.later(self.args.judge_down_s, "judge back for the waiting resume", lambda: judge.start(port))
         return {}
 
+    def hang_from_the_first_call(self, step: int) -> None:
+        """Once the readiness probe has had its answer (the recipe starts the run only then), the judge hangs: the
+        fresh referee's first call never gets an answer, and neither does any for ``--hang-s``."""
+        self.judge.set_control(hang=True)
+        self.faults.append({"kind": "judge_hang_first", "t": time.time() - self.started, "step_before": step})
+        self.later(self.args.hang_s, "judge answers again", self.judge.set_control)
+        print(f"[{self.faults[-1]['t'] / 60:5.1f} min] step {step}: judge_hang_first", flush=True)
+
     def later(self, after_s: float, what: str, action) -> None:
         """``action`` in ``after_s`` seconds, as part of the fault firing now (the last one listed)."""
         self.pending.append((time.time() + after_s, what, action, len(self.faults) - 1))
@@ -288,6 +304,8 @@ class Soak:
                 item[2]()
                 then = {"t": time.time() - self.started, "what": item[1], "step": step}
                 self.faults[item[3]].setdefault("then", []).append(then)
+            if self.args.hang_first and not self.faults and self.judge.calls >= 1:
+                self.hang_from_the_first_call(step)
             # A fault waits until the run trains (a step logged since the last start) and the last one has ended.
             trains = step > max(self.attempts[-1]["checkpoints_at_start"] or [0]) and not self.pending
             if plan and now - self.started >= plan[0][0] and trains:
@@ -335,6 +353,10 @@ class StepWatch:
         return self.step
 
 
+def ray_sessions() -> set[str]:
+    return {p.name for p in RAY_SESSIONS.glob("session_*")} if RAY_SESSIONS.is_dir() else set()
+
+
 def training_records(metrics: Path) -> list[dict]:
     """Every attempt's training-step records (validation records told apart: they carry no actor update)."""
     records = []
@@ -360,6 +382,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--each", type=int, default=2, help="times each fault kind fires at least (a trial: 1)")
     parser.add_argument("--min-gap-s", type=float, default=60.0, help="seconds between faults at least")
     parser.add_argument("--hang-s", type=float, default=130.0)
+    parser.add_argument(
+        "--hang-first",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the judge hangs from the run's first judge call (a fresh referee, no latency estimate) for --hang-s",
+    )
     parser.add_argument("--garbage-s", type=float, default=130.0)
     parser.add_argument("--judge-down-s", type=float, default=60.0)
     parser.add_argument("--sample-every-s", type=float, default=10.0)

@@ -19,6 +19,8 @@ ADDED = {
     "reward.arena.judge.ensemble.primary_name": "judge",
     "reward.arena.breaker_open_after_s": None,
     "reward.arena.breaker_probe_s": 10.0,
+    "reward.arena.groups_remembered": 20_000,
+    "reward.arena.steps_remembered": 512,
 }
 # Keys the old settings listed whatever the backend; now a backend's own keys are read for that backend only.
 BACKEND_OWN = {

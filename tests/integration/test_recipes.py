@@ -364,6 +364,11 @@ def test_run_time_rules_name_the_keys():
     (judge_tp,) = rules(*pool, "reward.reward_model.rollout.tensor_model_parallel_size=4")
     assert "verl's reward-model pool" in judge_tp and "replicas of 4 GPUs" in judge_tp
     assert rules("reward.num_workers=0") == ["reward.num_workers must be >= 1, got 0"]
+    # A referee that forgets answered groups within a step would make a late sample wait out the group deadline.
+    batch = recipe.compose_experiment("arena_live", ["arena_setting=node8"]).data.train_batch_size
+    assert rules(f"reward.arena.groups_remembered={batch}") == []
+    (forgets,) = rules(f"reward.arena.groups_remembered={batch - 1}")
+    assert forgets.startswith(f"reward.arena.groups_remembered {batch - 1} is fewer than a step's {batch} groups")
 
 
 def test_reward_workers_are_not_asked_for_more_concurrent_calls_than_ray_allows():

@@ -25,9 +25,6 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["Submission", "Verdict", "Group", "GroupBook", "Arrival", "group_key", "normalised", "stable_seed"]
 
-# Answered groups remembered (without traces) for duplicates and late samples: a long run answers millions of groups.
-_RECENT_GROUPS = 20_000
-
 
 @dataclass(frozen=True)
 class Submission:
@@ -131,10 +128,11 @@ class Group:
 
 
 class GroupBook:
-    """The open groups by uid, and the last ``_RECENT_GROUPS`` answered ones (without their traces)."""
+    """The open groups by uid, and the last ``remembered`` answered ones (without their traces: a long run answers
+    millions of groups; ``reward.arena.groups_remembered``)."""
 
-    def __init__(self, group_size: int):
-        self.group_size = group_size
+    def __init__(self, group_size: int, remembered: int):
+        self.group_size, self.remembered = group_size, remembered
         self.open: dict[str, Group] = {}
         self.recent: collections.OrderedDict[str, Group] = collections.OrderedDict()
 
@@ -151,7 +149,7 @@ class GroupBook:
         self.open.pop(group.uid, None)
         group.forget_traces()
         self.recent[group.uid] = group
-        while len(self.recent) > _RECENT_GROUPS:
+        while len(self.recent) > self.remembered:
             self.recent.popitem(last=False)
 
 

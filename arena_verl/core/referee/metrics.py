@@ -25,7 +25,6 @@ __all__ = [
     "NONZERO_ADVANTAGE_TOL",
 ]
 
-_STEPS_KEPT = 512  # per-step counters kept for metrics(step)
 # verl's grpo estimator: (r - mean) / (std + eps). A term of the advantage, not a tolerance on rewards.
 GRPO_STD_EPS = 1e-6
 # |advantage| above this moves the policy. A tolerance on advantages, not on rewards: whether a group's verifier
@@ -94,10 +93,11 @@ JUDGE_STAT_COUNTERS = {
 
 
 class StepCounters:
-    """Counters since the start and per training step; the last ``_STEPS_KEPT`` steps are kept (a step's counters
-    are created by its first count, the oldest step is dropped past the cap)."""
+    """Counters since the start and per training step; the last ``kept`` steps are kept (a step's counters are
+    created by its first count, the oldest step is dropped past the cap; ``reward.arena.steps_remembered``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kept: int) -> None:
+        self.kept = kept
         self.total: collections.Counter[str] = collections.Counter()
         self.by_step: dict[int, collections.Counter[str]] = collections.defaultdict(collections.Counter)
 
@@ -105,7 +105,7 @@ class StepCounters:
         self.total[key] += amount
         if step is not None:
             self.by_step[step][key] += amount
-            if len(self.by_step) > _STEPS_KEPT:
+            if len(self.by_step) > self.kept:
                 del self.by_step[min(self.by_step)]
 
     def add_all(self, step: int | None, amounts: dict[str, float]) -> None:

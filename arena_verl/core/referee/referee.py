@@ -106,9 +106,9 @@ class Referee:
         self._probe_task: asyncio.Task | None = None
         self._last_step: int | None = None  # the step the breaker's openings and probes are counted in
         self._judge_seen = dict.fromkeys(JUDGE_STAT_COUNTERS.values(), 0)  # judge counts already charged to a step
-        self._book = GroupBook(options.group_size)
+        self._book = GroupBook(options.group_size, options.groups_remembered)
         self._tasks: set[asyncio.Task] = set()
-        self._counters = StepCounters()
+        self._counters = StepCounters(options.steps_remembered)
         self._planned: dict[int, int] = {}  # judge calls a tournament of N traces plans, by N (the runner's count)
         # Wall-clock times (time.time(), comparable across referee shards) behind arena/tail_after_last_sample_s.
         self._last_arrival_at = 0.0

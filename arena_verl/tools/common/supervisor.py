@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = ["COMMAND_NOT_STARTED_RC", "TIMEOUT_RC", "become_subreaper", "reap_descendants", "run_supervised"]
@@ -82,11 +83,18 @@ def _collect_zombies() -> None:
 
 
 def run_supervised(
-    command: list[str], timeout_s: float, log_path: Path, grace_s: float = 10.0, *, copy_to_stdout: bool
+    command: list[str],
+    timeout_s: float,
+    log_path: Path,
+    grace_s: float = 10.0,
+    *,
+    copy_to_stdout: bool,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[int, float, int]:
-    """Run ``command`` (see the module docstring); returns (exit code, 124 on timeout, 128+N when it or this process
-    got signal N; wall seconds; descendants reaped afterwards, 0 without psutil). The log is appended to (a resumed
-    run keeps it). A command that cannot be started raises the :class:`OSError`."""
+    """Run ``command`` (see the module docstring; ``env``: its environment, this process's when None); returns (exit
+    code, 124 on timeout, 128+N when it or this process got signal N; wall seconds; descendants reaped afterwards, 0
+    without psutil). The log is appended to (a resumed run keeps it). A command that cannot be started raises the
+    :class:`OSError`."""
     reaping = _psutil_importable()
     if reaping:
         become_subreaper()
@@ -99,6 +107,7 @@ def run_supervised(
             stdout=subprocess.PIPE if copy_to_stdout else log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env=None if env is None else dict(env),
         )
     except OSError:
         log.close()

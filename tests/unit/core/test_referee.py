@@ -198,7 +198,8 @@ def test_judge_errors_become_counted_ties_never_wins():
 
 
 def test_a_hanging_judge_is_cut_by_the_call_timeout():
-    s = settings(judge=judge_settings(timeout_s=0.05, retries=0, parse_retries=0, backoff_s=0.0))
+    # The breaker off: it would open after one call's bound (0.05 s) and stop the calls this test counts.
+    s = settings(breaker_open_after_s=0, judge=judge_settings(timeout_s=0.05, retries=0, parse_retries=0, backoff_s=0.0))
     verdicts, _ = run(s, group("g", [0.0] * 8), judge=HangingJudge())
     assert all(v.reward == 0.0 and v.judge_failures == 18 for v in verdicts)
 
@@ -306,6 +307,21 @@ def test_answered_groups_are_remembered_without_their_traces():
     assert again == verdicts[5]
     assert extra.fallback == FALLBACK_OVERFLOW
     assert referee._recent["g"].members == [] and referee._recent["g"].tournament is None
+
+
+def test_the_referee_remembers_as_many_groups_and_steps_as_its_settings_say():
+    async def scenario():
+        small = settings(group_size=2, groups_remembered=2, steps_remembered=3)
+        referee = Referee(**small.referee_kwargs(), judge=SimulatedTraceJudge(seed=0))
+        for step in range(1, 6):
+            await asyncio.gather(*(referee.submit(m) for m in group(f"g{step}", [1.0, 0.0], step=step)))
+        await referee.drain()
+        return referee
+
+    referee = asyncio.run(scenario())
+    assert list(referee._recent) == ["g4", "g5"]
+    assert sorted(referee._step_counters) == [3, 4, 5]
+    assert referee.metrics(3)["arena/samples"] == 2.0 and referee.metrics(1)["arena/samples"] == 0.0
 
 
 def test_paced_through_the_referee_spends_the_live_budget_while_the_group_arrives():

@@ -14,7 +14,6 @@ from arena_verl.core.names import (
     ROUTE_POINTWISE,
     ROUTE_VERIFIER,
 )
-from arena_verl.core.referee import groups
 from arena_verl.core.referee.answers import (
     NEUTRAL_SCORE,
     is_thin,
@@ -58,9 +57,8 @@ def test_the_first_copy_of_a_content_is_the_original():
     assert group.arrival(sub("d", content="same")) == (Arrival.PADDING, 0)
 
 
-def test_the_book_forgets_traces_and_keeps_the_last_answered_groups(monkeypatch):
-    monkeypatch.setattr(groups, "_RECENT_GROUPS", 2)
-    book = GroupBook(group_size=1)
+def test_the_book_forgets_traces_and_keeps_the_last_answered_groups():
+    book = GroupBook(group_size=1, remembered=2)
     for uid in ("u1", "u2", "u3"):
         group = book.start(uid)
         group.join(sub("a", uid=uid), object())
@@ -173,11 +171,7 @@ def test_the_old_import_paths_still_work():
     )
 
     assert JudgeTrace is Trace
-    # The caps and the seed are read from their own modules (scripts/bench/soak.py does the same), not through
-    # private aliases of the package.
-    from arena_verl.core.referee import metrics
-
-    assert groups._RECENT_GROUPS == 20_000 and metrics._STEPS_KEPT == 512
+    # The seed is read from its own module, not through a private alias of the package.
     assert referee.stable_seed("u") == stable_seed("u")
     with pytest.raises(AttributeError):
         referee.no_such_name  # noqa: B018

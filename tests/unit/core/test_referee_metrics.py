@@ -14,7 +14,6 @@ from arena_verl.core.names import (
     FALLBACK_REASONS,
     ROUTE_TOURNAMENT,
 )
-from arena_verl.core.referee import metrics
 from arena_verl.core.referee.groups import Verdict
 from arena_verl.core.referee.metrics import (
     COUNTERS,
@@ -46,7 +45,7 @@ def counts_of(verdicts, verifier, *, uniform, complete=True, position=None, orde
 
 
 def test_counts_go_to_their_step_and_to_the_total():
-    counters = StepCounters()
+    counters = StepCounters(kept=512)
     counters.add(1, "samples")
     counters.add(1, "samples", 2)
     counters.add(2, "groups")
@@ -58,13 +57,12 @@ def test_counts_go_to_their_step_and_to_the_total():
 
 
 def test_every_answer_carries_every_counter_even_for_a_step_never_seen():
-    counts = StepCounters().counts(99)
+    counts = StepCounters(kept=512).counts(99)
     assert list(counts) == list(COUNTERS) and set(counts.values()) == {0.0}
 
 
-def test_only_the_last_steps_are_kept_the_oldest_goes_first(monkeypatch):
-    monkeypatch.setattr(metrics, "_STEPS_KEPT", 3)
-    counters = StepCounters()
+def test_only_the_last_steps_are_kept_the_oldest_goes_first():
+    counters = StepCounters(kept=3)
     for step in (5, 1, 7, 3):  # step 1 is the smallest, dropped when the fourth step arrives
         counters.add(step, "samples")
     assert sorted(counters.by_step) == [3, 5, 7]
@@ -73,7 +71,7 @@ def test_only_the_last_steps_are_kept_the_oldest_goes_first(monkeypatch):
 
 
 def test_add_all_adds_a_groups_counts_to_its_step():
-    counters = StepCounters()
+    counters = StepCounters(kept=512)
     counters.add_all(4, {"groups": 1, "judge_calls": 12})
     counters.add_all(4, {"groups": 1, "judge_calls": 3})
     assert counters.counts(4)["groups"] == 2.0 and counters.counts(4)["judge_calls"] == 15.0

@@ -18,8 +18,9 @@ class Calls(list):
 def calls(monkeypatch):
     calls = Calls()
 
-    def fake(command, timeout_s, log_path, grace_s=10.0, *, copy_to_stdout):
+    def fake(command, timeout_s, log_path, grace_s=10.0, *, copy_to_stdout, env=None):
         assert copy_to_stdout  # the trainer's output goes to the terminal too
+        assert env is not None and env.get("PATH") == os.environ.get("PATH")  # this process's, with Ray's folder
         calls.append(command)
         return calls.status, 4.2, 1
 
