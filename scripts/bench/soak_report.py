@@ -116,8 +116,9 @@ def write_report(soak, page: Path | None) -> list[str]:
     for sample in samples:
         for proc in sample["processes"]:
             lives[(proc["role"], proc["pid"], proc["started"])].append((sample["t"], proc))
-    roles: dict[str, dict] = defaultdict(lambda: {"lives": 0, "worst_uss_slope_mb_per_h": None, "worst_fd_growth": None,
-                                                  "max_uss_mb": 0.0, "max_rss_mb": 0.0})  # fmt: skip
+    empty = {"lives": 0, "lives_checked": 0, "worst_uss_slope_mb_per_h": None, "worst_fd_growth": None,
+             "max_uss_mb": 0.0, "max_rss_mb": 0.0}  # fmt: skip
+    roles: dict[str, dict] = defaultdict(lambda: dict(empty))
     for (role, pid, _), points in lives.items():
         entry = roles[role]
         entry["lives"] += 1
@@ -125,6 +126,7 @@ def write_report(soak, page: Path | None) -> list[str]:
         entry["max_rss_mb"] = max(entry["max_rss_mb"], max(p["rss_mb"] for _, p in points))
         if points[-1][0] - points[0][0] < LIFE_MIN_S:
             continue
+        entry["lives_checked"] += 1
         settled = [(t, p) for t, p in points if t - points[0][0] >= LIFE_WARMUP_S]
         slope = slope_per_hour([(t, p["uss_mb"]) for t, p in settled])
         growth = settled[-1][1]["fds"] - settled[0][1]["fds"]
@@ -230,6 +232,10 @@ def write_report(soak, page: Path | None) -> list[str]:
     return findings
 
 
+def _f(value, spec: str = ".2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
 def _span(steps: list[int]) -> str:
     return f"{steps[0]}-{steps[-1]}" if steps else "none"
 
@@ -274,10 +280,12 @@ def write_page(report: dict, samples: list[dict], logged: dict, page: Path) -> N
         f"lost: {s['steps']['lost']}; twice: {s['steps']['twice']}",
         f"- samples without a finite reward: {s['samples_unrewarded'] or 'none'}",
         f"- faults: {s['fault_counts']}; resumes: {s['resumes']}; breaker: {s['breaker']}",
-        f"- step time (healthy steps): first tenth {s['step_time']['first_tenth_median_s']}, last tenth "
-        f"{s['step_time']['last_tenth_median_s']}, drift {s['step_time']['drift']} (bound {STEP_TIME_DRIFT})",
+        f"- step time (healthy steps, {s['step_time']['healthy_steps']}): median of the first tenth "
+        f"{_f(s['step_time']['first_tenth_median_s'])} s, of the last tenth "
+        f"{_f(s['step_time']['last_tenth_median_s'])} s, drift {_f(s['step_time']['drift'], '+.1%')} "
+        f"(bound {STEP_TIME_DRIFT:.0%})",
         f"- checkpoints on disk at most: {s['checkpoints_most_on_disk']} (bound {s['bounds']['checkpoints']})",
-        f"- growth per step: dumps {s['dump_kib_per_step']} KiB, metrics {s['metrics_kib_per_step']} KiB",
+        f"- growth per step: dumps {_f(s['dump_kib_per_step'])} KiB, metrics {_f(s['metrics_kib_per_step'])} KiB",
         f"- left processes: {s['left_processes'] or 'none'}; left Ray temp folders: {s['left_ray_temp'] or 'none'}",
         "- judge hangs (extra step time of the steps hung through, bound: one call budget + a probe period): "
         + (
@@ -291,14 +299,15 @@ def write_page(report: dict, samples: list[dict], logged: dict, page: Path) -> N
         ),
         f"- findings: {s['findings'] or 'none'}",
         "",
-        "| role | lives | max USS MB | max RSS MB | worst USS slope MB/h (after 5 min, lives >= 10 min) "
-        "| worst fd growth |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| role | lives | lives >= 10 min | max USS MB | max RSS MB | worst USS slope MB/h (after 5 min, lives >= 10 "
+        "min) | worst fd growth |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for role, entry in sorted(s["roles"].items()):
         slope = entry["worst_uss_slope_mb_per_h"]
         growth = entry["worst_fd_growth"]
-        lines.append(f"| {role} | {entry['lives']} | {entry['max_uss_mb']:.0f} | {entry['max_rss_mb']:.0f} | "
+        lines.append(f"| {role} | {entry['lives']} | {entry['lives_checked']} | {entry['max_uss_mb']:.0f} | "
+                     f"{entry['max_rss_mb']:.0f} | "
                      f"{'-' if slope is None else f'{slope:.1f}'} | {'-' if growth is None else growth} |")  # fmt: skip
     lines += ["", "| t (min) | fault | steps after | counters | warning line |", "| ---: | --- | --- | --- | --- |"]
     for fault in s["faults"]:

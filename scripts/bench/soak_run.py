@@ -81,6 +81,8 @@ ROLES = (  # (role, a cmdline fragment), first match wins (the supervisor's comm
     ("reward_worker", "RewardLoopWorker"),
     ("agent_loop", "AgentLoopWorker"),
     ("vllm_server", "vLLMHttpServer"),
+    ("vllm_engine", "EngineCore"),
+    ("recipe_tool", "arena_verl.recipe"),  # the pre-flight and the checkpoint repair, before each start
     ("trainer_driver", "verl.trainer.main_ppo"),
     ("ray_idle", "ray::IDLE"),
     ("ray_system", "ray/"),
@@ -110,7 +112,9 @@ def sample_process(process: psutil.Process, role: str) -> dict | None:
     try:
         with process.oneshot():
             memory = process.memory_full_info()
+            named = {"cmd": " ".join(process.cmdline())[:120]} if role == "other" else {}  # what "other" is
             return {
+                **named,
                 "role": role,
                 "pid": process.pid,
                 "started": process.create_time(),
@@ -258,15 +262,20 @@ class Soak:
 
     def hang_from_the_first_call(self, step: int) -> None:
         """Once the readiness probe has had its answer (the recipe starts the run only then), the judge hangs: the
-        fresh referee's first call never gets an answer, and neither does any for ``--hang-s``."""
+        fresh referee's first call never gets an answer, nor does any other for ``--hang-s`` from that call on."""
         self.judge.set_control(hang=True)
         self.faults.append({"kind": "judge_hang_first", "t": time.time() - self.started, "step_before": step})
-        self.later(self.args.hang_s, "judge answers again", self.judge.set_control)
         print(f"[{self.faults[-1]['t'] / 60:5.1f} min] step {step}: judge_hang_first", flush=True)
 
-    def later(self, after_s: float, what: str, action) -> None:
-        """``action`` in ``after_s`` seconds, as part of the fault firing now (the last one listed)."""
-        self.pending.append((time.time() + after_s, what, action, len(self.faults) - 1))
+    def first_call_hangs(self, step: int) -> None:
+        """The first call is in flight: the hang's ``--hang-s`` start now."""
+        fault = self.faults[0]
+        fault.update(t=time.time() - self.started, step_before=step, set_at_t=fault["t"])
+        self.later(self.args.hang_s, "judge answers again", self.judge.set_control, index=0)
+
+    def later(self, after_s: float, what: str, action, index: int = -1) -> None:
+        """``action`` in ``after_s`` seconds, as part of fault ``index`` (the last one listed: the one firing now)."""
+        self.pending.append((time.time() + after_s, what, action, index % len(self.faults)))
 
     # -- sampling -------------------------------------------------------------------------------------------------
 
@@ -293,7 +302,7 @@ class Soak:
         a = self.args
         plan = schedule(a.minutes, a.seed, a.fault_every_s, a.each, a.min_gap_s)
         deadline = self.started + self.args.minutes * 60
-        next_sample = 0.0
+        next_sample, hang_armed = 0.0, False
         while time.time() < deadline:
             now = time.time()
             step = self.steps.last()
@@ -306,8 +315,12 @@ class Soak:
                 self.faults[item[3]].setdefault("then", []).append(then)
             if self.args.hang_first and not self.faults and self.judge.calls >= 1:
                 self.hang_from_the_first_call(step)
+                hang_armed = True
+            if hang_armed and self.judge.in_flight() > 0:
+                self.first_call_hangs(step)
+                hang_armed = False
             # A fault waits until the run trains (a step logged since the last start) and the last one has ended.
-            trains = step > max(self.attempts[-1]["checkpoints_at_start"] or [0]) and not self.pending
+            trains = step > max(self.attempts[-1]["checkpoints_at_start"] or [0]) and not (self.pending or hang_armed)
             if plan and now - self.started >= plan[0][0] and trains:
                 _, kind = plan.pop(0)
                 fault = {"kind": kind, "t": now - self.started, "step_before": step}
