@@ -27,7 +27,8 @@ The faults, on a schedule drawn from ``--seed`` (every kind at least twice, spre
 
 And first, unless ``--no-hang-first``: ``judge_hang_first``, the judge hanging from the run's first judge call (once
 the recipe's readiness probe has had its answer) for ``--hang-s``, met by a fresh referee with no latency estimate.
-The referee's memory caps are set small enough to fill within minutes (``CAPS_OVERRIDES``).
+The referee's memory caps are set small enough to fill within minutes (``CAPS_OVERRIDES``), and so is Ray's GCS
+task-event cap (``RAY_CAPS_ENV``).
 
 Sampled every ``--sample-every-s`` (10 s): each process of the run by role (the supervisor, the trainer driver, Ray's
 task runner, workers, referee actors, reward and agent-loop workers, Ray's own, the judge server) with its pid and
@@ -82,6 +83,12 @@ ROLES = (  # (role, a cmdline fragment), first match wins (the supervisor's comm
     ("agent_loop", "AgentLoopWorker"),
     ("vllm_server", "vLLMHttpServer"),
     ("vllm_engine", "EngineCore"),
+    ("vllm_worker", "VLLM::Worker"),
+    ("transfer_queue", "TransferQueue"),  # verl's TransferQueue controller and its SimpleStorageUnit
+    ("transfer_queue", "SimpleStorageUnit"),
+    ("load_balancer", "GlobalRequestLoadBalancer"),
+    ("ray_system", "DashboardAgent"),
+    ("ray_system", "RuntimeEnvAgent"),
     ("recipe_tool", "arena_verl.recipe"),  # the pre-flight and the checkpoint repair, before each start
     ("trainer_driver", "verl.trainer.main_ppo"),
     ("ray_idle", "ray::IDLE"),
@@ -97,6 +104,9 @@ JUDGE_OVERRIDES = (  # the fault test's judge: a call fails within seconds
 )
 # The referee's memory caps small enough to fill within minutes (2 groups a step), so that memory is measured full.
 CAPS_OVERRIDES = ("reward.arena.groups_remembered=8", "reward.arena.steps_remembered=4")
+# Ray's GCS keeps the events of its last RAY_task_events_max_num_task_in_gcs tasks (Ray's default 100 000, about 3.4 KB
+# each: ~340 MB on the head node, filled in about an hour of this run); set small here so that it fills in minutes.
+RAY_CAPS_ENV = {"RAY_task_events_max_num_task_in_gcs": "5000"}
 RAY_SESSIONS = Path("/tmp/ray")  # Ray's default temp folder: a supervised run must leave no session_* there
 
 
@@ -178,6 +188,7 @@ class Soak:
             SETTING="cpu", RUN_DIR=str(self.run_dir), TIMEOUT_S=str(int(self.args.minutes * 60 + 1800)),
             TOTAL_STEPS="100000", SAVE_FREQ="1", TEST_FREQ="100000", KEEP_CHECKPOINTS=str(self.args.keep),
             JUDGE_PLACEMENT="serve", JUDGE_URL_FILE=str(self.url_file), JUDGE_API_KEY=JUDGE_KEY, JUDGE_WAIT_S="3600",
+            **RAY_CAPS_ENV,
         )  # fmt: skip
         overrides = (*JUDGE_OVERRIDES, *CAPS_OVERRIDES, f"trainer.rollout_data_dir={self.run_dir / 'rollout'}")
         number = len(self.attempts) + 1

@@ -9,8 +9,9 @@ one is out the calls are sent anyway. The breaker, one per referee shard, watche
   reset, a 5xx, a dead engine: the judge says so, :func:`~arena_verl.core.judge_protocol.report_transport_failure`) or
   runs out its call budget starts (or continues) a spell without an answer, dated from that call's start. Any answer
   ends the spell, and so does a call that failed otherwise (an unreadable verdict, a Python judge's own error: the judge
-  is there). A spell of ``open_after_s`` seconds opens the breaker: a call that times out after its whole budget opens
-  it at once, a judge refusing connections after ``open_after_s`` of refusals.
+  is there). A spell of ``open_after_s`` seconds opens the breaker, when a call fails or, while groups wait on the
+  judge, when the spell reaches that length between two failures: a call that times out after its whole budget opens
+  it at once, a judge refusing connections or hanging after ``open_after_s`` from the spell's first call.
 - **open**: no call is sent; the referee answers every group that waits on the judge with its verifier rewards
   (fallback ``judge_down``) and starts no tournament. Every ``probe_every_s`` one probe (a real comparison, bounded by
   ``probe_every_s``) is sent; its answer closes the breaker (a judge back at a new address answers it: the endpoint
@@ -64,11 +65,23 @@ class JudgeBreaker:
             return False
         if self._unanswered_since is None or started_at < self._unanswered_since:
             self._unanswered_since = started_at
-        if self.is_open or self.clock() - self._unanswered_since < self.open_after_s:
+        return self.overdue()
+
+    def overdue(self) -> bool:
+        """Open the breaker if this spell without an answer has lasted ``open_after_s``. The referee also asks between
+        failures (:meth:`opens_in_s`): a hanging judge's calls fail in waves, one client timeout apart, and the spell's
+        length is reached between two of them. True when this opened it."""
+        if self.is_open or self.opens_in_s() != 0.0:
             return False
         self.is_open, self.opened_at = True, self.clock()
         self.openings += 1
         return True
+
+    def opens_in_s(self) -> float | None:
+        """Seconds until this spell has lasted ``open_after_s`` (0: it has); None outside a spell, while open or off."""
+        if self.is_open or self._unanswered_since is None or not self.enabled:
+            return None
+        return max(0.0, self._unanswered_since + self.open_after_s - self.clock())
 
     def silent_for_s(self) -> float:
         """How long the judge has been without an answer in this spell (0 outside one)."""

@@ -104,6 +104,7 @@ class Referee:
         self._judge_down = asyncio.Event()  # set while the breaker is open
         self._probe_pair: tuple | None = None  # the last comparison asked: what a probe asks again
         self._probe_task: asyncio.Task | None = None
+        self._breaker_check: asyncio.TimerHandle | None = None  # the spell's length reached between two failures
         self._last_step: int | None = None  # the step the breaker's openings and probes are counted in
         self._judge_seen = dict.fromkeys(JUDGE_STAT_COUNTERS.values(), 0)  # judge counts already charged to a step
         self._book = GroupBook(options.group_size, options.groups_remembered)
@@ -330,15 +331,27 @@ class Referee:
 
     def _judge_silent(self, ran_s: float) -> None:
         silent_for = self._breaker.silent_for_s()
-        if not self._breaker.failed(time.monotonic() - ran_s):
-            return
+        if self._breaker.failed(time.monotonic() - ran_s):
+            self._breaker_opened(max(silent_for, ran_s))
+        elif self._breaker_check is None and (due_in := self._breaker.opens_in_s()) is not None:
+            self._breaker_check = asyncio.get_running_loop().call_later(due_in, self._breaker_due)
+
+    def _breaker_due(self) -> None:
+        """The spell without an answer may have reached its length between two failures: open if groups still wait."""
+        self._breaker_check = None
+        if self._book.open and self._breaker.overdue():
+            self._breaker_opened(self._breaker.silent_for_s())
+        elif self._book.open and (due_in := self._breaker.opens_in_s()) is not None:  # a later spell
+            self._breaker_check = asyncio.get_running_loop().call_later(due_in, self._breaker_due)
+
+    def _breaker_opened(self, silent_for: float) -> None:
         self._judge_down.set()
         self._count(self._last_step, "breaker_openings")
         logger.warning(
             "judge breaker open: no answer from the judge for %.0f s (transport failures and timeouts only): no judge "
             "call is sent, groups fall back to their verifier rewards (judge_down) until a probe (every %g s) is "
             "answered",
-            max(silent_for, ran_s),
+            silent_for,
             self.options.breaker_probe_s,
         )
         for group in list(self._book.open.values()):  # incomplete groups' speculative calls: cut now

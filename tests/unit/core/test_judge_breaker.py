@@ -36,6 +36,17 @@ def test_a_spell_without_answers_opens_it_and_an_answer_closes_it():
     assert breaker.answered() and not breaker.is_open and breaker.closings == 1
 
 
+def test_how_long_until_a_spell_opens_it():
+    clock = Clock()
+    breaker = JudgeBreaker(open_after_s=60, probe_every_s=30, clock=clock)
+    assert breaker.opens_in_s() is None and not breaker.overdue()  # no spell
+    breaker.failed(started_at=90.0)
+    assert breaker.opens_in_s() == 50.0 and not breaker.overdue()
+    clock.now = 150.0
+    assert breaker.opens_in_s() == 0.0 and breaker.overdue() and breaker.openings == 1
+    assert breaker.opens_in_s() is None  # open
+
+
 def test_off_at_zero():
     breaker = JudgeBreaker(open_after_s=0, probe_every_s=30)
     assert not breaker.failed(started_at=0.0) and not breaker.is_open
@@ -54,6 +65,11 @@ class FlakyJudge:
 
     async def compare(self, problem, first, second, reference=None, *, task="math", group=None):
         self.calls += 1
+        if self.mode == "refuse_once_then_hang":  # the first call is refused, every later one hangs
+            self.mode = "hang"
+            report_failed_attempt()
+            report_transport_failure()
+            raise ConnectionRefusedError("judge server restarting")
         if self.mode == "hang":
             await asyncio.sleep(3600)
         if self.mode in ("refuse", "refuse_then_retry"):
@@ -123,6 +139,36 @@ def test_a_hung_judge_costs_one_budget_then_groups_fall_back_at_once_until_a_pro
     assert referee.metrics()["arena/breaker_closings"] == 1 and referee.metrics()["arena/breaker_probes"] >= 1
     assert calls_while_open <= 6 + 1  # the first group's calls, and at most one probe in flight
     assert referee._latency.seconds is None or referee._latency.seconds < BUDGET_S / 2  # afresh after the timeouts
+
+
+def test_a_spell_opens_it_when_it_reaches_open_after_s_between_two_failures():
+    """A failure starts the spell and the calls after it hang: the breaker opens ``open_after_s`` after the spell's
+    start, not when a hanging call finally runs out its budget (a real run's fresh referee paid a second step)."""
+    judge = FlakyJudge("refuse_once_then_hang")
+
+    async def scenario():
+        referee = referee_for(judge, budget_s=6.0, open_after_s=0.5)
+        verdicts, took_s = await answer(referee, "g1", step=1)
+        await referee.drain()
+        return verdicts, took_s, referee
+
+    verdicts, took_s, referee = asyncio.run(scenario())
+    assert {v.fallback for v in verdicts} == {FALLBACK_JUDGE_DOWN} and took_s < 3.0  # not the 6 s budget
+    assert referee.metrics(1)["arena/breaker_openings"] == 1
+
+
+def test_no_group_waiting_no_opening_between_failures():
+    """A failure and then nothing asked of the judge (the step ended): the spell's length alone does not open it."""
+    judge = FlakyJudge("refuse")
+
+    async def scenario():
+        referee = referee_for(judge, open_after_s=0.3)
+        await answer(referee, "g1", step=1)  # its calls are refused at once: a spell starts, the group is answered
+        await asyncio.sleep(0.6)  # past open_after_s with no group waiting
+        return referee
+
+    referee = asyncio.run(scenario())
+    assert referee.metrics()["arena/breaker_openings"] == 0 and not referee._breaker.is_open
 
 
 def test_a_judge_refusing_connections_opens_it_after_open_after_s():
