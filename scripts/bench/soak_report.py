@@ -255,8 +255,9 @@ def write_page(report: dict, samples: list[dict], logged: dict, page: Path) -> N
             by_role[proc["role"]] += proc["uss_mb"]
         for role, uss in by_role.items():
             series[role].append((sample["t"] / 60, uss))
-    for role, points in sorted(series.items()):
-        memory.plot(*zip(*points), label=role, lw=1)
+    colours = plt.get_cmap("tab20").colors  # a colour of its own for each of up to 20 roles
+    for k, (role, points) in enumerate(sorted(series.items())):
+        memory.plot(*zip(*points), label=role, lw=1, color=colours[k % len(colours)])
     for fault in report["faults"]:
         memory.axvline(fault["t"] / 60, color="grey", lw=0.6, ls=":")
         memory.text(fault["t"] / 60, 0, fault["kind"], rotation=90, fontsize=6, va="bottom")

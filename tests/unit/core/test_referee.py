@@ -199,7 +199,9 @@ def test_judge_errors_become_counted_ties_never_wins():
 
 def test_a_hanging_judge_is_cut_by_the_call_timeout():
     # The breaker off: it would open after one call's bound (0.05 s) and stop the calls this test counts.
-    s = settings(breaker_open_after_s=0, judge=judge_settings(timeout_s=0.05, retries=0, parse_retries=0, backoff_s=0.0))
+    s = settings(
+        breaker_open_after_s=0, judge=judge_settings(timeout_s=0.05, retries=0, parse_retries=0, backoff_s=0.0)
+    )
     verdicts, _ = run(s, group("g", [0.0] * 8), judge=HangingJudge())
     assert all(v.reward == 0.0 and v.judge_failures == 18 for v in verdicts)
 
