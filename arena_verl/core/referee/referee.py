@@ -333,16 +333,20 @@ class Referee:
         silent_for = self._breaker.silent_for_s()
         if self._breaker.failed(time.monotonic() - ran_s):
             self._breaker_opened(max(silent_for, ran_s))
-        elif self._breaker_check is None and (due_in := self._breaker.opens_in_s()) is not None:
+        self._arm_breaker_check()  # nothing to time while open
+
+    def _arm_breaker_check(self) -> None:
+        """One timer at a time, for when the spell without an answer reaches its length (None: no spell)."""
+        if self._breaker_check is None and (due_in := self._breaker.opens_in_s()) is not None:
             self._breaker_check = asyncio.get_running_loop().call_later(due_in, self._breaker_due)
 
     def _breaker_due(self) -> None:
-        """The spell without an answer may have reached its length between two failures: open if groups still wait."""
+        """The spell may have reached its length between two failures: open if groups still wait."""
         self._breaker_check = None
         if self._book.open and self._breaker.overdue():
             self._breaker_opened(self._breaker.silent_for_s())
-        elif self._book.open and (due_in := self._breaker.opens_in_s()) is not None:  # a later spell
-            self._breaker_check = asyncio.get_running_loop().call_later(due_in, self._breaker_due)
+        elif self._book.open:  # a later spell
+            self._arm_breaker_check()
 
     def _breaker_opened(self, silent_for: float) -> None:
         self._judge_down.set()

@@ -20,6 +20,8 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from arena_verl.tools.common.supervisor import pid_alive
+
 __all__ = ["PREFIX", "own_ray_temp", "stale_folders"]
 
 PREFIX = "arena-ray-"
@@ -36,18 +38,8 @@ def _is_supervisor(pid: int) -> bool:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
             line = handle.read()
     except OSError:  # gone, or not ours to read
-        return _alive(pid)
+        return pid_alive(pid)
     return b"supervise" in line
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def stale_folders(base: Path) -> list[Path]:

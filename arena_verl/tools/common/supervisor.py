@@ -23,7 +23,14 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["COMMAND_NOT_STARTED_RC", "TIMEOUT_RC", "become_subreaper", "reap_descendants", "run_supervised"]
+__all__ = [
+    "COMMAND_NOT_STARTED_RC",
+    "TIMEOUT_RC",
+    "become_subreaper",
+    "pid_alive",
+    "reap_descendants",
+    "run_supervised",
+]
 
 _PR_SET_CHILD_SUBREAPER = 36
 TIMEOUT_RC = 124  # the exit code of coreutils' timeout
@@ -36,6 +43,17 @@ def become_subreaper() -> bool:
         return ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     except (OSError, AttributeError):  # not Linux: orphans go to init and only the process group is stopped
         return False
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (one of another user's counts: it cannot be signalled, but it runs)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def reap_descendants(grace_s: float = 10.0) -> int:

@@ -15,6 +15,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from arena_verl.tools.common.supervisor import pid_alive
 from arena_verl.tools.gpu_smoke._util import error_text, tail
 
 __all__ = [
@@ -230,18 +231,6 @@ def check_engine(model: str, gpu_fraction: float, prompts: int = 8, max_tokens: 
     return fig
 
 
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def wait_judge(url: str, served_name: str, api_key_env: str, timeout: float, watch_pid: int | None, log: str | None):
     """Wait until the served judge lists ``served_name`` (the recipes' readiness probe), or it exits, or time is up."""
     from arena_verl.judge.probe import NEVER, UP, probe
@@ -257,7 +246,7 @@ def wait_judge(url: str, served_name: str, api_key_env: str, timeout: float, wat
         if result.code == NEVER:
             return {"url": url, "status": "fail", "reason": result.message, "log_tail": tail(log)}
         last = result.message
-        if not _alive(watch_pid):
+        if watch_pid and not pid_alive(watch_pid):
             return {"url": url, "status": "fail", "reason": "the judge server exited", "log_tail": tail(log)}
         if waited > timeout:
             return {"url": url, "status": "fail", "reason": f"not ready after {timeout:.0f} s ({last})",
